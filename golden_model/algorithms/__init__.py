@@ -1,0 +1,49 @@
+"""All-reduce algorithms. Each module has ``build(topology, num_elements) -> AllReduceSchedule``.
+
+``build_schedule`` is the one entry point; it checks the inputs and looks the name up here.
+"""
+
+import importlib
+
+from ..errors import ConfigError
+
+# name -> module in this package; imported on first use so a broken algorithm cannot take the
+# others down.
+ALGORITHMS = {
+    "ring": "ring",
+    "ring2d": "ring2d",
+    "dbtree": "dbtree",
+    "halving-doubling": "halving_doubling",
+    "multitree": "multitree",
+    "multitree-opt": "multitree_opt",
+}
+# Element counts above this would make chunk offsets overflow int64 byte arithmetic downstream.
+MAX_ELEMENTS = 1 << 40
+
+
+def build_schedule(name, topology, num_elements):
+    """Build the ``AllReduceSchedule`` of algorithm ``name`` on ``topology`` for vectors of
+    ``num_elements`` elements.
+
+    Raises
+    ------
+    ConfigError
+        If the name is unknown, the element count is not a positive integer, or the algorithm
+        cannot run on the topology.
+    """
+    if name not in ALGORITHMS:
+        raise ConfigError(f"unknown algorithm {name!r}: expected one of {', '.join(ALGORITHMS)}")
+    if isinstance(num_elements, bool) or not isinstance(num_elements, int) or not (
+            0 < num_elements <= MAX_ELEMENTS):
+        raise ConfigError(f"element count must be a positive integer up to 2^40, not {num_elements!r}")
+    module = importlib.import_module(f".{ALGORITHMS[name]}", __name__)
+    return module.build(topology, num_elements)
+
+
+def parse_algorithms(text):
+    """Split a comma-separated list of algorithm names; ``ConfigError`` on an unknown or empty one."""
+    names = [a.strip() for a in str(text).split(",")]
+    for a in names:
+        if a not in ALGORITHMS:
+            raise ConfigError(f"unknown algorithm {a!r}: expected one of {', '.join(ALGORITHMS)}")
+    return list(dict.fromkeys(names))

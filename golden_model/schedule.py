@@ -1,0 +1,224 @@
+"""The schedule IR: the one contract between algorithms, executor, timing model and hardware.
+
+An ``AllReduceSchedule`` holds the topology, the element count, how the elements are split into
+chunks, and an ordered list of steps, each a list of ``Transfer``. Semantics (design.md):
+
+* Within a step every transfer reads its source chunk as it was at the start of the step; then
+  the step's transfers are applied in list order. ``REDUCE`` adds the payload into the
+  destination's copy of the chunk (``dst = dst + payload``); ``COPY`` overwrites it.
+* The order of REDUCE transfers into a chunk therefore fixes the floating-point summation order,
+  so the executor, the hardware and every export give the same bits.
+"""
+
+import enum
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import ConfigError
+
+
+class Op(enum.Enum):
+    """What a transfer does at its destination."""
+    REDUCE = 0   #: destination chunk += payload
+    COPY = 1     #: destination chunk = payload
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """One message: chunk ``chunk`` of ``src``'s buffer sent to ``dst``.
+
+    Attributes
+    ----------
+    src, dst : int
+        Endpoint node ids.
+    chunk : int
+        Chunk id (see ``AllReduceSchedule.chunk_range``).
+    op : Op
+        REDUCE or COPY at the destination.
+    route : tuple of (u, v)
+        Directed links crossed, in order (one link for a neighbour transfer).
+    flow : int
+        Flow id: the tree a transfer belongs to for tree algorithms, else -1.
+    """
+    src: int
+    dst: int
+    chunk: int
+    op: Op
+    route: tuple
+    flow: int = -1
+
+
+class ScheduleError(AssertionError):
+    """A schedule breaks an invariant of the IR (an algorithm bug, never user input)."""
+
+
+def chunk_bounds(num_elements, num_chunks):
+    """Offsets of ``num_chunks`` near-equal chunks of ``num_elements`` elements.
+
+    Chunk ``i`` is ``[bounds[i], bounds[i+1])``; the first ``num_elements % num_chunks`` chunks are
+    one element longer (as ``numpy.array_split``). Some chunks are empty when there are fewer
+    elements than chunks.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (num_chunks + 1,)
+    """
+    base, extra = divmod(num_elements, num_chunks)
+    sizes = np.full(num_chunks, base, dtype=np.int64)
+    sizes[:extra] += 1
+    return np.concatenate(([0], np.cumsum(sizes)))
+
+
+@dataclass(eq=False)
+class AllReduceSchedule:
+    """An all-reduce as ordered steps of transfers.
+
+    Attributes
+    ----------
+    algorithm : str
+        Name of the algorithm that built it.
+    topology : Topology
+    num_elements : int
+        Elements per node vector (D).
+    bounds : numpy.ndarray, shape (num_chunks + 1,)
+        Chunk element offsets (``chunk_bounds``).
+    steps : list of list of Transfer
+        Transfers of empty chunks are dropped by ``build``.
+    contention_free : bool
+        True when the algorithm promises that no directed link is used twice in one step;
+        ``validate`` then checks it.
+    meta : dict
+        Algorithm facts for reports (e.g. ``tree_steps`` for tree algorithms).
+    """
+    algorithm: str
+    topology: object
+    num_elements: int
+    bounds: np.ndarray
+    steps: list
+    contention_free: bool = False
+    meta: dict = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, algorithm, topology, num_elements, num_chunks, steps, **kwargs):
+        """Make a schedule with ``num_chunks`` near-equal chunks, drop transfers of empty chunks
+        and validate it.
+
+        Raises
+        ------
+        ScheduleError
+            If the result breaks an invariant (see ``validate``).
+        """
+        bounds = chunk_bounds(num_elements, num_chunks)
+        sizes = np.diff(bounds)
+        steps = [[t for t in step if sizes[t.chunk] > 0] for step in steps]
+        sched = cls(algorithm, topology, num_elements, bounds, steps, **kwargs)
+        sched.validate()
+        return sched
+
+    @property
+    def num_nodes(self):
+        return self.topology.num_nodes
+
+    @property
+    def num_chunks(self):
+        return len(self.bounds) - 1
+
+    def chunk_range(self, chunk):
+        """(start, stop) element offsets of ``chunk``."""
+        return int(self.bounds[chunk]), int(self.bounds[chunk + 1])
+
+    def chunk_elements(self, chunk):
+        return int(self.bounds[chunk + 1] - self.bounds[chunk])
+
+    @property
+    def active_steps(self):
+        """The steps that carry at least one transfer, in order."""
+        return [s for s in self.steps if s]
+
+    @property
+    def num_transfers(self):
+        return sum(len(s) for s in self.steps)
+
+    def transfers(self):
+        """Iterate ``(step_index, transfer)`` over the whole schedule in order."""
+        for i, step in enumerate(self.steps):
+            for t in step:
+                yield i, t
+
+    def validate(self):
+        """Check the IR's invariants; raise ``ScheduleError`` naming the first one broken.
+
+        * every transfer joins two distinct endpoint nodes over a connected route of links that
+          exist in the topology;
+        * no contribution is added twice: a REDUCE never adds a partial sum into a copy that
+          already holds one of the same node's contributions (that is what "reading a chunk
+          before its inputs arrived" produces);
+        * at the end every chunk on every node holds the contributions of all N nodes;
+        * where ``contention_free`` is set, no directed link carries two transfers in one step.
+
+        Contributions are tracked as bit sets per (node, chunk), with the step semantics of the
+        module docstring.
+        """
+        topo = self.topology
+        n = topo.num_nodes
+        full = (1 << n) - 1
+        sizes = np.diff(self.bounds)
+        live = [c for c in range(self.num_chunks) if sizes[c] > 0]
+        have = {(v, c): 1 << v for v in range(n) for c in live}
+        edges = topo.graph.edges
+        for i, step in enumerate(self.steps):
+            used = set()
+            snapshot = {}
+            for t in step:
+                if not (0 <= t.src < n and 0 <= t.dst < n) or t.src == t.dst:
+                    raise ScheduleError(f"step {i}: bad endpoints in {t}")
+                if not (0 <= t.chunk < self.num_chunks):
+                    raise ScheduleError(f"step {i}: chunk {t.chunk} out of range in {t}")
+                hops = [t.src] + [v for _, v in t.route]
+                if (not t.route or t.route[0][0] != t.src or hops[-1] != t.dst
+                        or any(a != b for (_, a), (b, _) in zip(t.route[:-1], t.route[1:]))
+                        or any(link not in edges for link in t.route)):
+                    raise ScheduleError(f"step {i}: route {t.route} does not lead {t.src}->{t.dst}")
+                if self.contention_free:
+                    for link in t.route:
+                        if link in used:
+                            raise ScheduleError(f"step {i}: link {link} used twice")
+                        used.add(link)
+                snapshot[(t.src, t.chunk)] = have[(t.src, t.chunk)]
+            for t in step:
+                payload = snapshot[(t.src, t.chunk)]
+                key = (t.dst, t.chunk)
+                if t.op is Op.REDUCE:
+                    if have[key] & payload:
+                        raise ScheduleError(f"step {i}: {t} adds contributions "
+                                            f"{payload & have[key]:#x} twice")
+                    have[key] |= payload
+                else:
+                    have[key] = payload
+        for (v, c), mask in have.items():
+            if mask != full:
+                missing = [u for u in range(n) if not mask >> u & 1]
+                raise ScheduleError(f"node {v} chunk {c} lacks contributions of nodes {missing}")
+
+    def summary(self):
+        """A dict for reports: algorithm, topology, nodes, elements, chunks, steps (steps that carry
+        transfers), transfers, plus ``meta`` (e.g. ``tree_steps``)."""
+        return {"algorithm": self.algorithm, "topology": self.topology.spec,
+                "nodes": self.num_nodes, "elements": self.num_elements,
+                "chunks": self.num_chunks, "steps": len(self.active_steps),
+                "transfers": self.num_transfers, **self.meta}
+
+    def to_json(self):
+        """The whole schedule as JSON-ready data (summary, chunk bounds, steps of transfers)."""
+        return {**self.summary(), "contention_free": self.contention_free,
+                "chunk_bounds": [int(b) for b in self.bounds],
+                "steps": [[{"src": t.src, "dst": t.dst, "chunk": t.chunk, "op": t.op.name,
+                            "flow": t.flow, "route": [[u, v] for u, v in t.route]}
+                           for t in step] for step in self.steps]}
+
+
+def require_nodes(topology, algorithm, predicate, allowed):
+    """Raise ``ConfigError`` unless ``predicate(topology)``; ``allowed`` says what is allowed."""
+    if not predicate(topology):
+        raise ConfigError(f"algorithm {algorithm!r} cannot run on {topology.spec}: {allowed}")

@@ -1,0 +1,37 @@
+"""Parsing of sizes given on the command line ("64MiB", "32KiB", "4096")."""
+
+import re
+
+from .errors import ConfigError
+
+_UNITS = {"": 1, "B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30,
+          "KB": 10**3, "MB": 10**6, "GB": 10**9}
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$")
+
+
+def parse_size(text):
+    """Parse a size in bytes such as ``"64MiB"``, ``"32KiB"``, ``"1GB"`` or ``"4096"``.
+
+    Units: B, KiB, MiB, GiB (powers of 1024) and KB, MB, GB (powers of 1000), case-insensitive.
+
+    Raises
+    ------
+    ConfigError
+        If the text is not a whole number with one of those units, or is zero.
+    """
+    m = _SIZE_RE.match(str(text))
+    if not m or m.group(2).upper() not in _UNITS:
+        raise ConfigError(f"malformed size {text!r}: expected a whole number with an optional "
+                          f"unit B, KiB, MiB, GiB, KB, MB or GB, e.g. '64MiB'")
+    value = int(m.group(1)) * _UNITS[m.group(2).upper()]
+    if value <= 0:
+        raise ConfigError(f"size {text!r} must be positive")
+    return value
+
+
+def format_size(num_bytes):
+    """Format a byte count with the largest binary unit that divides it (``67108864 -> '64MiB'``)."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if num_bytes % scale == 0:
+            return f"{num_bytes // scale}{unit}"
+    return f"{num_bytes}B"
