@@ -286,15 +286,15 @@ def parse_topology(spec, link_bandwidth=DEFAULT_LINK_BANDWIDTH, link_latency=DEF
         raise ConfigError(f"link bandwidth must be a positive number of GB/s, not {link_bandwidth!r}")
     if not isinstance(link_latency, int) or link_latency < 0:
         raise ConfigError(f"link latency must be a whole number of cycles >= 0, not {link_latency!r}")
-    m = re.fullmatch(r"\s*([a-z]+)\s*:\s*(\d+)(?:\s*x\s*(\d+))?\s*", str(spec).lower())
-    family = m.group(1) if m else None
+    family, _, sizes = str(spec).strip().lower().partition(":")
     if family not in FAMILIES:
         raise ConfigError(f"unknown topology {spec!r}: expected one of {_SPEC_FORMS}")
     two = family != "ring"
-    if bool(m.group(3)) != two:
-        form = {"ring": "ring:N"}.get(family, f"{family}:{'RxC' if family in ('mesh', 'torus') else 'KxL' if family == 'fattree' else 'MxS'}")
-        raise ConfigError(f"malformed topology {spec!r}: expected {form}")
-    dims = (int(m.group(2)), int(m.group(3))) if two else (int(m.group(2)),)
+    m = re.fullmatch(r"\s*(\d+)\s*x\s*(\d+)\s*" if two else r"\s*(\d+)\s*", sizes)
+    if not m:
+        form = next(f for f in _SPEC_FORMS.split(", ") if f.startswith(family + ":"))
+        raise ConfigError(f"malformed topology {spec!r}: expected {form} with whole numbers")
+    dims = tuple(int(g) for g in m.groups())
     if min(dims) < 1:
         raise ConfigError(f"topology {spec!r}: every size must be a positive integer")
     bw, lat = link_bandwidth, link_latency

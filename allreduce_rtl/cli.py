@@ -1,0 +1,145 @@
+"""The ``allreduce-rtl`` command line.
+
+Every subcommand turns bad input into one line on stderr and exit code 2 (``ConfigError`` from the
+golden model, or an argparse usage error); files are written whole or not at all.
+"""
+
+import argparse
+import json
+import sys
+
+from golden_model.errors import ConfigError
+from golden_model.topology import DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY, parse_topology
+from golden_model.units import parse_size
+
+from . import commands
+
+PROG = "allreduce-rtl"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming the problem (exit code 2)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive finite number")
+    return value
+
+
+def _nonnegative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def _positive_int(text):
+    value = _nonnegative_int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
+    return value
+
+
+def _size(text):
+    try:
+        return parse_size(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _network_options(p):
+    g = p.add_argument_group("network (defaults: the MultiTree paper's, 1 GHz, 128-bit flits)")
+    g.add_argument("--topology", "-t", default=None,
+                   help="ring:N, mesh:RxC, torus:RxC, fattree:KxL or bigraph:MxS")
+    g.add_argument("--link-bandwidth", type=_positive_float, default=DEFAULT_LINK_BANDWIDTH,
+                   metavar="GBPS", help="GB/s per link per direction (default %(default)s)")
+    g.add_argument("--link-latency", type=_nonnegative_int, default=DEFAULT_LINK_LATENCY,
+                   metavar="CYCLES", help="cycles per link (default %(default)s)")
+    g.add_argument("--flit-bytes", type=_positive_int, default=16, metavar="BYTES",
+                   help="flit size in bytes (default %(default)s)")
+    g.add_argument("--frequency", type=_positive_float, default=1.0, metavar="GHZ",
+                   help="network clock in GHz (default %(default)s)")
+
+
+def build_parser():
+    parser = _Parser(prog=PROG, description="Design, generate and verify all-reduce network "
+                     "hardware; compare all-reduce algorithms with the golden model.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("compare", help="time every algorithm on one topology and size")
+    _network_options(p)
+    p.add_argument("--size", "-s", type=_size, default=parse_size("64MiB"),
+                   help="bytes per node, e.g. 64MiB (default 64MiB)")
+    p.add_argument("--algorithms", "-a", default=None,
+                   help="comma-separated list (default: all that can run on the topology)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=commands.cmd_compare, topology_default="torus:8x8")
+
+    p = sub.add_parser("schedule", help="build one algorithm's schedule and write it as JSON")
+    _network_options(p)
+    p.add_argument("--algorithm", "-a", required=True)
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--size", "-s", type=_size, default=None,
+                      help="bytes per node (default: one element per chunk's worth, 1KiB)")
+    size.add_argument("--elements", "-e", type=_positive_int, default=None,
+                      help="elements per node")
+    p.add_argument("--out", "-o", default=None, metavar="FILE.json",
+                   help="write the whole schedule (every transfer) to this file")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=commands.cmd_schedule, topology_default="torus:4x4")
+
+    p = sub.add_parser("sweep", help="speed-up over ring against size: a CSV and a PNG plot")
+    _network_options(p)
+    p.add_argument("--sizes", default="32KiB:64MiB",
+                   help="FROM:TO, sizes doubling (default %(default)s)")
+    p.add_argument("--algorithms", "-a", default=None, help="comma-separated list")
+    p.add_argument("--out", "-o", default=None, metavar="DIR",
+                   help="output folder (default out/sweep-<topology>)")
+    p.set_defaults(func=commands.cmd_sweep, topology_default="torus:8x8")
+
+    p = sub.add_parser("demo", help="the main job on its built-in default")
+    _network_options(p)
+    p.add_argument("--size", "-s", type=_size, default=parse_size("64MiB"),
+                   help="bytes per node (default 64MiB)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=commands.cmd_demo, topology_default="torus:8x8")
+    return parser
+
+
+def main(argv=None):
+    """Entry point of ``allreduce-rtl``; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.topo = parse_topology(args.topology or args.topology_default,
+                                   link_bandwidth=args.link_bandwidth,
+                                   link_latency=args.link_latency)
+        return args.func(args) or 0
+    except ConfigError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def print_json(obj):
+    json.dump(obj, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""Plots for reports (matplotlib, no display needed)."""
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from golden_model.units import format_size  # noqa: E402
+
+from .output import atomic_write  # noqa: E402
+
+
+def plot_speedup(rows, topology, path):
+    """Speed-up over ring against all-reduce size, one line per algorithm (the MultiTree paper's
+    figure style). ``rows`` are dicts with ``size_bytes``, ``algorithm``, ``speedup_vs_ring``."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    sizes = sorted({r["size_bytes"] for r in rows})
+    for name in dict.fromkeys(r["algorithm"] for r in rows):
+        pts = sorted((r["size_bytes"], r["speedup_vs_ring"]) for r in rows if r["algorithm"] == name)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes, [format_size(s) for s in sizes], rotation=45, ha="right")
+    ax.minorticks_off()
+    ax.set_xlabel("all-reduce size per node")
+    ax.set_ylabel("speed-up over ring")
+    ax.set_title(f"All-reduce speed-up over ring, {topology}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    plt.close(fig)
+    atomic_write(path, buf.getvalue())

@@ -1,0 +1,221 @@
+"""MultiTree all-reduce (Huang et al., "Communication Algorithm-Architecture Co-Design for
+Distributed Deep Learning", ISCA 2021): the published tree construction, reproduced.
+
+N spanning trees, one rooted at each endpoint node; tree ``r`` reduces and broadcasts chunk ``r``
+(1/N of the data). The trees are grown together in *tree steps* so that in every step each
+directed link carries at most one tree edge; the schedule then runs reduce-scatter up the trees
+(steps reversed) and all-gather down them, ``2T`` steps for ``T`` tree steps, contention-free.
+
+Construction rules, as the authors' public simulator (``farabimahmud/accelerator``,
+``src/allreduce/multitree_allreduce.py``, ``compute_trees`` with ``alternate=True, sort=True``;
+re-implemented here, not copied), see also ``/work/shared/references.md``:
+
+* Tree steps ``t = 0, 1, ...``. Only nodes that were in tree ``r`` when the step began may be
+  parents in tree ``r`` (a tree grows at most one hop per step). Every directed link carries at most
+  one new tree edge per step over all trees; a parent adds at most ``KARY - 1`` children and a node
+  joins at most ``KARY - 1`` trees per step (``KARY = 5``, the authors' 2D-torus setting: one per
+  link, so implied by the link rule here).
+* Roots take turns round-robin in the current root order. In its turn a root adds at most one
+  edge: it scans its tree's parents in the order they joined (root first), skipping parents
+  without budget, and takes the first parent with a candidate child not yet in the tree whose route
+  is entirely free this step. Candidates on a direct topology are ``topology.neighbors(parent)``
+  (north, south, west, east on mesh and torus, the authors' order); on fattree and bigraph all other
+  endpoints ordered by (route length, node id) (the authors: nodes on the same switch first, then
+  those one switch hop away); there a tree edge occupies every link of ``topology.route``.
+  A root whose tree is complete takes its turn and adds nothing.
+* A round always completes (authors: ``if turns % N != 0: changed = True``); the step ends after a
+  round whose *last* turn added nothing (even if earlier turns of that round added edges), or when
+  all trees are complete. ``turns`` restarts at 0 every step.
+* After every complete round the root order becomes ``sorted(zip(priority, roots),
+  reverse=True)`` (descending priority, ties by descending node id) and persists across steps.
+  Priority: on a mesh, a node's largest Manhattan distance to the four corners (the authors'
+  ``KNCube`` priority; their code has a typo, ``abs(src_x - dest_x) + abs(dest_x - dest_y)``, we use
+  the true Manhattan distance); everywhere else all equal (so after the first round the order is
+  N-1, ..., 0).
+
+This variant (turn counter reset per step, resort after every complete round including the last
+one of a step, complete roots counted as turns that add nothing) is what the authors' later
+versions of the file do (an earlier one skipped complete roots without counting them); it gave the
+published step counts at the first try: torus:4x4 5 tree steps, torus:8x8 17 (references.md).
+On torus:4x4 and 8x8 the root order does not change the counts; on a mesh and the switched
+families it changes the trees.
+
+Speed: a turn resumes where the tree's previous turn left off. Within a step links only get used,
+budgets only shrink and trees only grow, so a parent (or a candidate of a parent) that failed once
+fails for the rest of the step; each tree keeps a cursor over its step-start parents and each
+(tree, parent) a cursor over the parent's candidates, so a step costs O(parents * candidates) per
+tree at most; on fattree and bigraph a parent whose injection link is taken is dropped at once.
+Measured on the 2-core development machine: torus:16x16 trees (64 tree steps) in about 1 s, the
+whole ``build`` (lowering and ``validate`` included) in about 2 s.
+"""
+
+from .trees import KARY, trees_to_schedule
+
+ALGORITHM = "multitree"
+
+
+def root_priority(topology):
+    """Priority of each root for the root order (higher goes first; ties by higher node id).
+
+    Returns
+    -------
+    list of int
+        Mesh: largest Manhattan distance (in hops) from the node to the four corners; all zeros on
+        every other family (the authors' networks leave it at 0 except on a mesh).
+    """
+    n = topology.num_nodes
+    if topology.family != "mesh":
+        return [0] * n
+    rows, cols = topology.dims
+    corners = [(0, 0), (0, cols - 1), (rows - 1, 0), (rows - 1, cols - 1)]
+    prio = []
+    for v in range(n):
+        r, c = topology.coords(v)
+        prio.append(max(abs(r - a) + abs(c - b) for a, b in corners))
+    return prio
+
+
+def candidate_children(topology):
+    """For every endpoint, the endpoints it may adopt as children, in scan order, with routes.
+
+    Returns
+    -------
+    list of list of (child, route)
+        Direct topologies: ``topology.neighbors(p)`` with the single link. Switched topologies:
+        every other endpoint ordered by (route length in links, node id), with
+        ``topology.route(p, child)``.
+    """
+    n = topology.num_nodes
+    cands = []
+    for p in range(n):
+        if topology.is_direct:
+            cands.append([(c, ((p, c),)) for c in topology.neighbors(p)])
+        else:
+            routes = [(len(topology.route(p, c)), c, topology.route(p, c))
+                      for c in range(n) if c != p]
+            cands.append([(c, route) for _, c, route in sorted(routes)])
+    return cands
+
+
+def compute_trees(topology, kary=KARY):
+    """Grow the N MultiTree trees with the published rules (module docstring).
+
+    Parameters
+    ----------
+    topology : Topology
+    kary : int
+        Fan-out parameter (>= 2): per step a parent adds at most ``kary - 1`` children and a node
+        joins at most ``kary - 1`` trees. Default 5, the authors' 2D-torus value.
+
+    Returns
+    -------
+    list of list of (child, parent, step)
+        ``trees[r]``: the edges of the tree rooted at ``r`` in join order (see ``trees.py``).
+
+    Raises
+    ------
+    ValueError
+        If ``kary < 2``.
+    """
+    if kary < 2:
+        raise ValueError(f"kary must be at least 2, not {kary}")
+    n = topology.num_nodes
+    cands = candidate_children(topology)
+    # The link every candidate route of a parent starts with, if they share one (its injection
+    # link on fattree and bigraph): once used, the parent is done for the step.
+    first = [_shared_first_link(plist) for plist in cands]
+    prio = root_priority(topology)
+    sorted_order = [r for _, r in sorted(zip(prio, range(n)), reverse=True)]
+    order = list(range(n))
+    members = [{r} for r in range(n)]          # nodes in tree r (grows during a step)
+    joined = [[r] for r in range(n)]           # nodes of tree r in join order
+    trees = [[] for _ in range(n)]
+    incomplete = sum(1 for r in range(n) if len(members[r]) < n)
+    step = 0
+    while incomplete:
+        used = set()                           # directed links used this step
+        budget = [kary - 1] * n                # children a parent may still add this step
+        joins = [kary - 1] * n                 # trees a node may still join this step
+        parents = [joined[r][:] for r in range(n)]   # step-start members, join order
+        pcur = [0] * n                         # cursor over parents[r]
+        ccur = [dict() for _ in range(n)]      # ccur[r][p]: cursor over cands[p]
+        turns = 0
+        while True:
+            root = order[turns % n]
+            added = False
+            if len(members[root]) < n:
+                added = _turn(root, parents[root], pcur, ccur[root], cands, first, members[root],
+                              budget, joins, used)
+                if added:
+                    child, parent = added
+                    joined[root].append(child)
+                    trees[root].append((child, parent, step))
+                    if len(members[root]) == n:
+                        incomplete -= 1
+            turns += 1
+            if not incomplete:
+                break
+            if turns % n == 0:
+                order = sorted_order
+                if not added:
+                    break
+        step += 1
+    return trees
+
+
+def _shared_first_link(plist):
+    links = {route[0] for _, route in plist}
+    return links.pop() if len(links) == 1 else None
+
+
+def _turn(root, parents, pcur, ccur, cands, first, members, budget, joins, used):
+    """One root's turn: add the first possible edge, or return False (cursors as in the module
+    docstring: everything skipped here stays impossible for the rest of the step)."""
+    i = pcur[root]
+    while i < len(parents):
+        p = parents[i]
+        if budget[p] > 0 and first[p] not in used:
+            plist = cands[p]
+            j = ccur.get(p, 0)
+            while j < len(plist):
+                c, route = plist[j]
+                j += 1
+                if c in members or joins[c] == 0 or any(link in used for link in route):
+                    continue
+                used.update(route)
+                budget[p] -= 1
+                joins[c] -= 1
+                members.add(c)
+                ccur[p] = j
+                pcur[root] = i
+                return c, p
+            ccur[p] = j
+        i += 1
+    pcur[root] = i
+    return False
+
+
+def build(topology, num_elements):
+    """MultiTree all-reduce schedule on ``topology`` for ``num_elements`` elements per node.
+
+    Parameters
+    ----------
+    topology : Topology
+        Any family; N = 1 gives an empty schedule.
+    num_elements : int
+        Elements per node vector (cut into N near-equal chunks, one per tree).
+
+    Returns
+    -------
+    AllReduceSchedule
+        ``2T`` steps for ``T`` tree steps, ``contention_free=True``; ``meta`` holds ``tree_steps``
+        (T), ``lower_bound`` (``trees.lower_bound``), ``kary`` and ``method="published"``.
+
+    Raises
+    ------
+    ScheduleError
+        If the construction breaks an invariant (a bug).
+    """
+    trees = compute_trees(topology)
+    return trees_to_schedule(ALGORITHM, topology, num_elements, trees,
+                             meta={"kary": KARY, "method": "published"})

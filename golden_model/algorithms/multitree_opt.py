@@ -1,0 +1,402 @@
+"""MultiTree-opt: our improvement on the MultiTree tree construction (same trees-and-steps model,
+same schedule lowering, fewer tree steps).
+
+The model is MultiTree's (``multitree.py``, Huang et al., ISCA 2021): N spanning trees, tree ``r``
+rooted at node ``r`` carries chunk ``r``; trees grow in tree steps, a tree edge ``p -> c`` in step
+``t`` needs ``p`` in the tree when step ``t`` began, and each directed link carries at most one tree
+edge per step. The schedule is the same lowering (``trees.trees_to_schedule``): ``2T`` steps for
+``T`` tree steps. Only the choice of edges differs. Candidate constructions, tried in this order:
+
+``translation`` (torus and ring)
+    These are Cayley graphs of Z_R x Z_C: every link ``u -> v`` has an *offset* ``v - u`` (mod the
+    dimensions) and the links of one offset are exactly N, one leaving each node. Grow one tree,
+    rooted at node 0, where each step adds at most one edge of each offset: a maximum-weight
+    assignment (``scipy.optimize.linear_sum_assignment``) between the offsets and the nodes just
+    outside the tree, preferring children nearest the root (breadth-first growth; ties by lower
+    node id; a few seeded restarts if the bound is missed). All weights are per child, so the
+    assignment is a maximum-weight basis of a transversal matroid: it uses as many offsets as
+    possible. (Preferring the farthest children reaches the same step counts, but its schedules
+    run slower in ``golden_model.timing``, which has no barrier between steps: more transfers are
+    ready early and take links that earlier steps need.) Tree ``r`` is tree 0 translated by ``r``. Contention-free by construction: the N translates of an
+    edge of offset ``o`` use the N links of offset ``o`` once each, and no two edges of one step
+    share an offset. Reaches the bound ``ceil((N-1)/degree) = ceil(N(N-1)/L)`` on every torus and
+    ring we tried (torus:4x4 4, 8x8 16, 16x16 64).
+``matching`` (every direct topology)
+    Grow all N trees together. In a step, the links into a node ``c`` can only serve trees that
+    miss ``c``, a link ``p -> c`` only trees holding ``p``, each tree at most once: per node a
+    bipartite assignment between its incoming links and those trees (the choices at different
+    nodes are independent, so together they form a maximum matching between the step's free links
+    and (tree, new child) pairs). Weight of tree ``r``: the number of nodes it still misses, so the
+    trees finish together; ties by tree id. Each node's assignment has maximum weight and, as all
+    weights are positive, maximum cardinality.
+``shift`` (fattree, bigraph)
+    A tree edge is a route through switches and every endpoint has one injection and one ejection
+    link, so a step carries at most N tree edges, one sent and one received per node, and
+    ``N - 1`` steps is the bound. Take the endpoints in a cyclic order (by id; on a bigraph also
+    with the switches alternating between the two halves, s0, s(S/2), s1, s(S/2+1), ..., so
+    consecutive switches are linked directly) and find shifts ``g`` for which "every node sends to
+    the node ``g`` places further on" uses every directed link at most once, by checking the
+    topology's routes (1, N-1, 2, N-2, ... until the shifts found generate Z_N; on every fattree
+    and bigraph tried, 1 and N-1 already do). Grow tree 0 over positions with one edge per step,
+    each a found shift (parents in join order, the first edge leading outside the tree), and
+    translate it: in step ``t`` all N trees together send exactly that shift's permutation, so the
+    step is contention-free, and the trees are complete after exactly ``N - 1`` steps (a set
+    holding 0 and closed under adding generators of Z_N is all of Z_N): the bound.
+``greedy`` (fattree, bigraph; a fallback when ``shift`` finds no generating shifts)
+    Per step, a maximum-weight assignment between senders and receivers with weight
+    ``1 + (missing nodes of the best tree the pair can serve)``; then, in weight order, keep the
+    pairs whose routes are still free and fill up greedily with the remaining pairs; each kept pair
+    serves the valid tree that misses most nodes.
+``published`` (every topology)
+    ``multitree.compute_trees``.
+
+The published trees are built first; a construction replaces them only with strictly fewer tree
+steps, so where no step can be saved multitree-opt *is* multitree (same trees, same timing). The
+first candidate that meets ``trees.lower_bound`` is taken at once (no construction can use fewer
+steps); otherwise all are built and the one with the fewest tree steps kept (ties: the earlier).
+
+Guarantees (each checked by ``trees.check_trees`` before lowering, and by the schedule's own
+``validate``): contention-free by construction (no directed link carries two tree edges, hence two
+transfers, in one step); every tree spans all N nodes; ``T >= trees.lower_bound(topology)``; and
+``T`` never exceeds MultiTree's, because the published construction is one of the candidates.
+``meta["method"]`` names the candidate kept (``"translation:<seed>"`` for a seeded restart),
+``meta["candidates"]`` the tree steps of each one built.
+"""
+
+import math
+import random
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from . import multitree
+from .trees import lower_bound, num_tree_steps, tree_edge_route, trees_to_schedule
+
+ALGORITHM = "multitree-opt"
+#: Seeded restarts of the translation method when the deterministic run misses the bound.
+TRANSLATION_RESTARTS = 8
+_FORBIDDEN = 0.0   # weight of an impossible pair (valid ones are positive)
+
+
+def _grid_shape(topology):
+    """(rows, cols) of the Z_rows x Z_cols coordinates of a torus or ring."""
+    return (1, topology.num_nodes) if topology.family == "ring" else tuple(topology.dims)
+
+
+def translation_trees(topology, seed=None):
+    """Trees of the ``translation`` method (module docstring) on a torus or ring.
+
+    Parameters
+    ----------
+    topology : Topology
+        Family ``torus`` or ``ring``.
+    seed : int, optional
+        None: deterministic ties (lower child id first). Otherwise ties are broken at random with
+        ``random.Random(seed)``.
+
+    Returns
+    -------
+    list of list of (child, parent, step)
+
+    Raises
+    ------
+    ValueError
+        On another family.
+    """
+    if topology.family not in ("torus", "ring"):
+        raise ValueError(f"translation trees need a torus or ring, not {topology.spec}")
+    n = topology.num_nodes
+    rows, cols = _grid_shape(topology)
+
+    def shift(v, off):
+        r, c = divmod(v, cols)
+        return ((r + off[0]) % rows) * cols + (c + off[1]) % cols
+
+    def offset(u, v):
+        (ru, cu), (rv, cv) = divmod(u, cols), divmod(v, cols)
+        return ((rv - ru) % rows, (cv - cu) % cols)
+
+    offsets = sorted({offset(0, v) for v in topology.graph.successors(0)})
+    dist = _bfs_hops(topology, 0)
+    rng = random.Random(seed) if seed is not None else None
+    in_tree = {0}
+    members = [0]
+    tree0 = []
+    step = 0
+    while len(in_tree) < n:
+        parent_of = {}                          # (offset index, child) -> parent
+        for p in members:
+            for k, off in enumerate(offsets):
+                c = shift(p, off)
+                if c not in in_tree:
+                    parent_of.setdefault((k, c), p)
+        children = sorted({c for _, c in parent_of})
+        col = {c: j for j, c in enumerate(children)}
+        w = np.full((len(offsets), len(children)), _FORBIDDEN)
+        for (k, c), p in parent_of.items():
+            tie = rng.random() if rng else 1.0 - c / n   # in (0, 1]: below one hop
+            w[k, col[c]] = 1.0e6 - 10.0 * dist[c] + tie
+        rows_k, cols_j = linear_sum_assignment(w, maximize=True)
+        new = sorted((children[j], parent_of[(k, children[j])])
+                     for k, j in zip(rows_k, cols_j) if w[k, j] > 0)
+        for c, p in new:
+            in_tree.add(c)
+            members.append(c)
+            tree0.append((c, p, step))
+        step += 1
+    trees = []
+    for r in range(n):
+        off = divmod(r, cols)
+        trees.append([(shift(c, off), shift(p, off), t) for c, p, t in tree0])
+    return trees
+
+
+def _bfs_hops(topology, src):
+    """Hop distance from ``src`` to every endpoint over the graph's links."""
+    dist = {src: 0}
+    frontier = [src]
+    while frontier:
+        nxt = []
+        for u in frontier:
+            for v in topology.graph.successors(u):
+                if v not in dist:
+                    dist[v] = dist[u] + 1
+                    nxt.append(v)
+        frontier = nxt
+    return dist
+
+
+def matching_trees(topology):
+    """Trees of the ``matching`` method (module docstring) on a direct topology.
+
+    Returns
+    -------
+    list of list of (child, parent, step)
+
+    Raises
+    ------
+    ValueError
+        On a switched topology.
+    """
+    if not topology.is_direct:
+        raise ValueError(f"matching trees need a direct topology, not {topology.spec}")
+    n = topology.num_nodes
+    preds = [np.array(list(topology.graph.predecessors(c)), dtype=np.int64) for c in range(n)]
+    member = np.eye(n, dtype=bool)              # member[r, v]: v in tree r
+    trees = [[] for _ in range(n)]
+    step = 0
+    while not member.all():
+        start = member.copy()
+        # Trees missing more nodes first; ties by lower tree id.
+        weight = (n - start.sum(axis=1)) * float(n) + (n - np.arange(n)) / n
+        for c in range(n):
+            missing = np.flatnonzero(~start[:, c])
+            if missing.size == 0 or preds[c].size == 0:
+                continue
+            ok = start[np.ix_(missing, preds[c])].T          # links x trees
+            # Weights depend on the tree only, so the valid pairs of the best assignment are a
+            # maximum-weight basis of a transversal matroid: also a maximum-cardinality choice.
+            w = np.where(ok, weight[missing][None, :], _FORBIDDEN)
+            rows_i, cols_j = linear_sum_assignment(w, maximize=True)
+            for i, j in zip(rows_i, cols_j):
+                if ok[i, j]:
+                    r = int(missing[j])
+                    member[r, c] = True
+                    trees[r].append((c, int(preds[c][i]), step))
+        step += 1
+    return trees
+
+
+def shift_trees(topology):
+    """Trees of the ``shift`` method (module docstring) on a switched topology, or None.
+
+    Returns
+    -------
+    list of list of (child, parent, step), or None
+        None when no node order tried has conflict-free shifts generating Z_N.
+    """
+    n = topology.num_nodes
+    for order in _shift_orders(topology):
+        gens = []
+        for g in _shift_candidates(n):
+            if _shift_is_conflict_free(topology, order, g):
+                gens.append(g)
+                if math.gcd(n, *gens) == 1:
+                    return _translate_cyclic(order, _grow_cyclic_tree(n, gens))
+    return None
+
+
+def _shift_orders(topology):
+    """Node orders whose cyclic shifts ``shift_trees`` tries: by id, and on a bigraph the switches
+    alternating between the two halves (s0, s(S/2), s1, s(S/2+1), ...: consecutive switches are
+    linked directly, so a shift by one position crosses one fabric link per switch)."""
+    n = topology.num_nodes
+    orders = [list(range(n))]
+    if topology.family == "bigraph":
+        per_switch, switches = topology.dims
+        half = switches // 2
+        sw = [i for q in range(half) for i in (q, half + q)]
+        orders.append([i * per_switch + j for i in sw for j in range(per_switch)])
+    return orders
+
+
+def _shift_candidates(n):
+    """Shifts 1, n-1, 2, n-2, ... (the short ones first: they stay on a switch most)."""
+    seen = []
+    for g in range(1, n // 2 + 1):
+        for h in (g, n - g):
+            if h not in seen:
+                seen.append(h)
+    return seen
+
+
+def _shift_is_conflict_free(topology, order, g):
+    """True if every node sending to the node ``g`` positions further along ``order`` uses each
+    directed link at most once."""
+    n = len(order)
+    used = set()
+    for i in range(n):
+        for link in tree_edge_route(topology, order[i], order[(i + g) % n]):
+            if link in used:
+                return False
+            used.add(link)
+    return True
+
+
+def _grow_cyclic_tree(n, gens):
+    """Tree 0 over positions Z_n: one edge per step, the first (parent in join order, shift in
+    ``gens`` order) leading outside the tree. Finishes in n - 1 steps because ``gens`` generates
+    Z_n (a set holding 0 and closed under adding the generators is all of Z_n)."""
+    in_tree = {0}
+    members = [0]
+    edges = []
+    for step in range(n - 1):
+        c, p = next(((p + g) % n, p) for p in members for g in gens if (p + g) % n not in in_tree)
+        in_tree.add(c)
+        members.append(c)
+        edges.append((c, p, step))
+    return edges
+
+
+def _translate_cyclic(order, tree0):
+    """Tree rooted at ``order[a]`` = tree 0 (over positions) shifted by ``a`` positions."""
+    n = len(order)
+    trees = [None] * n
+    for a in range(n):
+        trees[order[a]] = [(order[(c + a) % n], order[(p + a) % n], t) for c, p, t in tree0]
+    return trees
+
+
+def greedy_switched_trees(topology):
+    """Trees of the ``greedy`` method (module docstring) on a switched topology (or any).
+
+    Returns
+    -------
+    list of list of (child, parent, step)
+    """
+    n = topology.num_nodes
+    routes = {(p, c): tree_edge_route(topology, p, c) for p in range(n) for c in range(n) if p != c}
+    member = np.eye(n, dtype=bool)
+    trees = [[] for _ in range(n)]
+    step = 0
+    while not member.all():
+        start = member.copy()
+        missing = n - start.sum(axis=1)
+        # best[p, c]: the valid tree (p in it, c not) missing most nodes (ties: lower id); -1 none.
+        best = np.full((n, n), -1, dtype=np.int64)
+        for r in sorted(range(n), key=lambda r: (missing[r], -r)):
+            best = np.where(start[r][:, None] & ~start[r][None, :], r, best)
+        valid = best >= 0
+        w = np.where(valid, 1.0 + missing[np.maximum(best, 0)], _FORBIDDEN)
+        rows_p, cols_c = linear_sum_assignment(w, maximize=True)
+        first = [(p, c) for p, c in zip(rows_p, cols_c) if valid[p, c]]
+        first.sort(key=lambda pc: (-w[pc], pc))
+        rest = sorted(zip(*np.nonzero(valid)), key=lambda pc: (-w[pc], pc))
+        used = set()
+        sent, got = set(), set()
+        chosen = []
+        for p, c in first + rest:
+            p, c = int(p), int(c)
+            if p in sent or c in got:
+                continue
+            route = routes[(p, c)]
+            if any(link in used for link in route):
+                continue
+            used.update(route)
+            sent.add(p)
+            got.add(c)
+            chosen.append((int(best[p, c]), c, p))
+        for r, c, p in sorted(chosen):
+            member[r, c] = True
+            trees[r].append((c, p, step))
+        step += 1
+    return trees
+
+
+def compute_trees(topology):
+    """Build the candidate tree sets (module docstring) and keep the best.
+
+    Returns
+    -------
+    trees : list of list of (child, parent, step)
+    method : str
+        The construction kept: ``"translation"`` (``"translation:<seed>"`` for a seeded restart),
+        ``"matching"``, ``"shift"``, ``"greedy"`` or ``"published"``.
+    candidates : dict of str to int
+        Tree steps of every construction built, by method name as above.
+    """
+    n = topology.num_nodes
+    if n == 1:
+        return [[]], "published", {"published": 0}
+    bound = lower_bound(topology)
+    # Published first: it wins ties, so multitree-opt is exactly multitree wherever it cannot
+    # save a tree step (e.g. mesh:8x8, where the published trees already meet the bound).
+    builders = [("published", lambda: multitree.compute_trees(topology))]
+    if topology.family in ("torus", "ring"):
+        builders.append(("translation", lambda: translation_trees(topology)))
+        for s in range(1, TRANSLATION_RESTARTS + 1):
+            builders.append((f"translation:{s}", lambda s=s: translation_trees(topology, seed=s)))
+    if topology.is_direct:
+        builders.append(("matching", lambda: matching_trees(topology)))
+    else:
+        builders.append(("shift", lambda: shift_trees(topology)))
+        builders.append(("greedy", lambda: greedy_switched_trees(topology)))
+    best = None
+    candidates = {}
+    for name, make in builders:
+        trees = make()
+        if trees is None:
+            continue
+        steps = num_tree_steps(trees)
+        candidates[name] = steps
+        if best is None or steps < best[0]:
+            best = (steps, trees, name)
+        if steps <= bound:
+            break
+    return best[1], best[2], candidates
+
+
+def build(topology, num_elements):
+    """MultiTree-opt all-reduce schedule on ``topology`` for ``num_elements`` elements per node.
+
+    Parameters
+    ----------
+    topology : Topology
+        Any family; N = 1 gives an empty schedule.
+    num_elements : int
+        Elements per node vector (cut into N near-equal chunks, one per tree).
+
+    Returns
+    -------
+    AllReduceSchedule
+        ``2T`` steps, ``contention_free=True``; ``meta``: ``tree_steps`` (T), ``lower_bound``,
+        ``method`` (the construction kept) and ``candidates`` (tree steps of each one built).
+
+    Raises
+    ------
+    ScheduleError
+        If a construction breaks an invariant (a bug).
+    """
+    trees, method, candidates = compute_trees(topology)
+    return trees_to_schedule(ALGORITHM, topology, num_elements, trees,
+                             meta={"method": method, "candidates": candidates})

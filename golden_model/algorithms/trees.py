@@ -1,0 +1,179 @@
+"""Shared machinery of the MultiTree family: tree sets, their checks, bounds and the lowering of
+trees to an ``AllReduceSchedule``.
+
+A *tree set* is the result of a MultiTree-style construction: one spanning tree per endpoint node
+(tree ``r`` is rooted at node ``r`` and carries chunk ``r``), each grown in *tree steps*. It is
+represented as a list ``trees`` with ``trees[r]`` the list of edges ``(child, parent, step)`` of
+tree ``r`` in the order the children joined (the authors' simulator keeps the same triples,
+``farabimahmud/accelerator``, ``src/allreduce/multitree_allreduce.py``). ``step`` counts from 0;
+a child joining at step ``t`` has a parent that was in the tree when step ``t`` began.
+
+A tree edge ``parent -> child`` is a message along ``tree_edge_route(topology, parent, child)``:
+the single link on a direct topology (ring, mesh, torus: tree edges join neighbours), the
+topology's route through switches on fattree and bigraph.
+
+Lowering (``trees_to_schedule``), as the authors' ``generate_schedule``: with ``T`` tree steps, the
+reduce-scatter sends a child's partial sum of chunk ``r`` to its parent at schedule step
+``T - 1 - t`` (``t`` the step the child joined), and the all-gather copies the finished chunk from
+parent to child at schedule step ``T + t``; ``2T`` schedule steps in all.
+"""
+
+import math
+
+import networkx as nx
+
+from ..schedule import AllReduceSchedule, Op, ScheduleError, Transfer
+
+#: Fan-out limit of the authors' construction: a parent adds at most ``KARY - 1`` children per
+#: step over all trees, a node joins at most ``KARY - 1`` trees per step (``kary = 5`` on a 2D
+#: torus in the authors' runs, i.e. one child per link; never binding on the topologies here, where
+#: the one-tree-edge-per-link rule is tighter).
+KARY = 5
+
+
+def tree_edge_route(topology, parent, child):
+    """The directed links a tree edge ``parent -> child`` occupies in its step.
+
+    Parameters
+    ----------
+    topology : Topology
+    parent, child : int
+        Endpoint node ids; on a direct topology they must be neighbours.
+
+    Returns
+    -------
+    tuple of (u, v)
+        ``((parent, child),)`` on ring, mesh and torus; ``topology.route(parent, child)`` (through
+        switches) on fattree and bigraph.
+    """
+    if topology.is_direct:
+        return ((parent, child),)
+    return topology.route(parent, child)
+
+
+def reverse_route(route):
+    """The links of ``route`` walked backwards: ``child -> parent`` over the same switches.
+
+    Using the reversed route (rather than ``topology.route(child, parent)``, which may take other
+    switches) makes the reduce-scatter exactly as contention-free as the all-gather.
+    """
+    return tuple((v, u) for u, v in reversed(route))
+
+
+def num_tree_steps(trees):
+    """Number of tree steps ``T`` of a tree set: 1 + the largest join step (0 without edges)."""
+    return 1 + max((s for edges in trees for _, _, s in edges), default=-1)
+
+
+def lower_bound(topology):
+    """A lower bound on the tree steps of any tree set on ``topology`` (contention-free, one tree
+    edge per directed link per step, trees growing one hop per step).
+
+    The largest of:
+
+    * the directed-link bound ``ceil(N (N-1) / L)`` on a direct topology with ``L`` directed
+      links (every tree has ``N - 1`` edges, each on its own link per step; references.md,
+      MultiTree section);
+    * the ejection bound ``max_c ceil((N-1) / indeg(c))``: node ``c`` joins ``N - 1`` trees, each
+      through one of its ``indeg(c)`` incoming links, one tree per link per step (binding on a mesh:
+      a corner has 2 incoming links, so mesh:8x8 needs at least 32 steps);
+    * the depth bound ``max_r ecc(r)`` on a direct topology: a tree grows at most one hop per step.
+
+    Returns
+    -------
+    int
+        0 for a single node.
+    """
+    n = topology.num_nodes
+    if n <= 1:
+        return 0
+    g = topology.graph
+    eject = max(math.ceil((n - 1) / g.in_degree(c)) for c in range(n))
+    if not topology.is_direct:
+        return eject
+    links = g.number_of_edges()
+    depth = max(nx.eccentricity(g).values())
+    return max(math.ceil(n * (n - 1) / links), eject, depth)
+
+
+def check_trees(topology, trees):
+    """Check that a tree set is what the lowering assumes; raise ``ScheduleError`` if not.
+
+    * ``trees[r]`` spans all N nodes, rooted at ``r``, every node joining once;
+    * a parent was in its tree before the step its child joined (one hop per step);
+    * on a direct topology every edge joins neighbours;
+    * no directed link carries two tree edges (over all trees) in one step.
+
+    Raises
+    ------
+    ScheduleError
+        Naming the first broken rule (a construction bug, never user input).
+    """
+    n = topology.num_nodes
+    if len(trees) != n:
+        raise ScheduleError(f"{len(trees)} trees for {n} nodes")
+    used = set()
+    for r, edges in enumerate(trees):
+        joined = {r: -1}
+        for child, parent, step in edges:
+            if child in joined or not 0 <= child < n:
+                raise ScheduleError(f"tree {r}: node {child} joins twice or is no node")
+            if joined.get(parent, step) >= step:
+                raise ScheduleError(f"tree {r}: parent {parent} of {child} not in the tree "
+                                    f"before step {step}")
+            if topology.is_direct and not topology.graph.has_edge(parent, child):
+                raise ScheduleError(f"tree {r}: {parent} -> {child} is not a link")
+            joined[child] = step
+            for link in tree_edge_route(topology, parent, child):
+                if (link, step) in used:
+                    raise ScheduleError(f"tree {r}: link {link} used twice in step {step}")
+                used.add((link, step))
+        if len(joined) != n:
+            raise ScheduleError(f"tree {r} spans {len(joined)} of {n} nodes")
+
+
+def trees_to_schedule(algorithm, topology, num_elements, trees, meta=None):
+    """Lower a tree set to an ``AllReduceSchedule`` (reduce-scatter up the trees, all-gather down).
+
+    Chunk ``r`` (of N near-equal chunks) is the data of tree ``r``; every transfer has
+    ``flow = r``. A child that joined tree ``r`` at tree step ``t`` sends a REDUCE of chunk ``r``
+    to its parent at schedule step ``T - 1 - t`` (over the reversed tree-edge route) and receives a
+    COPY of chunk ``r`` from it at step ``T + t`` (over the tree-edge route): ``2T`` steps, as the
+    authors' ``generate_schedule`` (``farabimahmud/accelerator``,
+    ``src/allreduce/multitree_allreduce.py``). Within a step transfers are ordered by tree, then by
+    the order the children joined; that order fixes the summation order of REDUCEs into a chunk.
+
+    Parameters
+    ----------
+    algorithm : str
+        Name recorded in the schedule.
+    topology : Topology
+    num_elements : int
+        Elements per node vector.
+    trees : list of list of (child, parent, step)
+        The tree set (module docstring); checked with ``check_trees``.
+    meta : dict, optional
+        Extra facts; ``tree_steps`` (T) and ``lower_bound`` are added.
+
+    Returns
+    -------
+    AllReduceSchedule
+        ``contention_free=True``: no directed link carries two transfers in one step.
+
+    Raises
+    ------
+    ScheduleError
+        If the trees or the schedule break an invariant (an algorithm bug).
+    """
+    check_trees(topology, trees)
+    t_steps = num_tree_steps(trees)
+    steps = [[] for _ in range(2 * t_steps)]
+    for r, edges in enumerate(trees):
+        for child, parent, t in edges:
+            route = tree_edge_route(topology, parent, child)
+            steps[t_steps - 1 - t].append(
+                Transfer(child, parent, r, Op.REDUCE, reverse_route(route), flow=r))
+            steps[t_steps + t].append(Transfer(parent, child, r, Op.COPY, route, flow=r))
+    meta = {"tree_steps": t_steps, "lower_bound": lower_bound(topology), **(meta or {})}
+    return AllReduceSchedule.build(algorithm, topology, num_elements, topology.num_nodes, steps,
+                                   contention_free=True, meta=meta)

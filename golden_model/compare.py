@@ -1,0 +1,105 @@
+"""Compare all-reduce algorithms on one topology and size with the timing model.
+
+The figures follow NCCL's performance notes: algbw = size / time, busbw = algbw * 2(N-1)/N for
+all-reduce; GB/s is 10^9 bytes per second.
+"""
+
+from dataclasses import dataclass
+
+from .algorithms import ALGORITHMS, build_schedule
+from .errors import ConfigError
+from .timing import TimingParams, lower_bound, simulate
+
+
+@dataclass(frozen=True)
+class AlgorithmResult:
+    """Timing of one algorithm. ``cycles`` of the network clock; ``time_us`` microseconds."""
+    algorithm: str
+    steps: int
+    cycles: int
+    time_us: float
+    algbw_GBps: float
+    busbw_GBps: float
+    speedup_vs_ring: float
+    ratio_to_lower_bound: float
+    tree_steps: int | None = None
+
+
+def elements_for(size_bytes, params):
+    """Element count of a ``size_bytes`` vector; ``ConfigError`` unless it is a positive whole
+    number of ``params.element_bytes``-byte elements."""
+    if size_bytes <= 0 or size_bytes % params.element_bytes:
+        raise ConfigError(f"size {size_bytes} bytes is not a positive whole number of "
+                          f"{params.element_bytes}-byte elements")
+    return size_bytes // params.element_bytes
+
+
+def bandwidths(size_bytes, cycles, num_nodes, params):
+    """(time_us, algbw_GBps, busbw_GBps) of moving ``size_bytes`` in ``cycles``."""
+    seconds = cycles / (params.frequency_ghz * 1e9)
+    if seconds == 0:
+        return 0.0, float("inf"), float("inf")
+    algbw = size_bytes / seconds / 1e9
+    return seconds * 1e6, algbw, algbw * 2 * (num_nodes - 1) / num_nodes
+
+
+def compare(topology, size_bytes, algorithms=None, params=TimingParams(), on_skip=None):
+    """Build and time each algorithm on ``topology`` for a ``size_bytes`` vector per node.
+
+    Parameters
+    ----------
+    topology : Topology
+    size_bytes : int
+        Bytes per node vector (a whole number of ``params.element_bytes`` elements).
+    algorithms : list of str, optional
+        Names from ``ALGORITHMS``. When omitted, every algorithm is tried and those that cannot
+        run on the topology are skipped (``on_skip(name, reason)`` is told); when given, such an
+        algorithm raises.
+    params : TimingParams
+
+    Returns
+    -------
+    dict
+        ``{"topology", "nodes", "size_bytes", "lower_bound_cycles", "lower_bound",
+        "results": [AlgorithmResult as dict, ...], "skipped": [{"algorithm", "reason"}]}``.
+        Ring is always timed as the reference for ``speedup_vs_ring``.
+
+    Raises
+    ------
+    ConfigError
+        On a bad size, an unknown algorithm, or a named algorithm that cannot run here.
+    """
+    num_elements = elements_for(size_bytes, params)
+    explicit = algorithms is not None
+    names = list(algorithms) if explicit else list(ALGORITHMS)
+    bound = lower_bound(topology, size_bytes, params)
+    timed, skipped = {}, []
+    for name in dict.fromkeys(["ring", *names]):
+        try:
+            sched = build_schedule(name, topology, num_elements)
+        except ConfigError as exc:
+            if explicit and name in names:
+                raise
+            skipped.append({"algorithm": name, "reason": str(exc)})
+            if on_skip:
+                on_skip(name, str(exc))
+            continue
+        timed[name] = (sched, simulate(sched, params).cycles)
+    ring_cycles = timed["ring"][1]
+    results = []
+    for name in names:
+        if name not in timed:
+            continue
+        sched, cycles = timed[name]
+        time_us, algbw, busbw = bandwidths(size_bytes, cycles, topology.num_nodes, params)
+        results.append(AlgorithmResult(
+            algorithm=name, steps=len(sched.active_steps), cycles=int(cycles), time_us=time_us,
+            algbw_GBps=algbw, busbw_GBps=busbw,
+            speedup_vs_ring=ring_cycles / cycles if cycles else 1.0,
+            ratio_to_lower_bound=cycles / bound.cycles if bound.cycles else 1.0,
+            tree_steps=sched.meta.get("tree_steps")).__dict__)
+    return {"topology": topology.spec, "nodes": topology.num_nodes, "size_bytes": size_bytes,
+            "lower_bound_cycles": bound.cycles,
+            "lower_bound": {"binding": bound.binding, "injection_cycles": bound.injection_cycles,
+                            "cut_cycles": bound.cut_cycles, "latency_cycles": bound.latency_cycles},
+            "results": results, "skipped": skipped}

@@ -1,0 +1,582 @@
+"""Contention-aware, message-level timing model of an ``AllReduceSchedule``, and lower bounds.
+
+What ``simulate`` models
+------------------------
+Every ``Transfer`` is one message of ``B = chunk elements * element_bytes`` bytes, i.e.
+``flits = ceil(B / flit_bytes)`` flits. A directed link of bandwidth ``W`` GB/s moves
+``W / frequency_ghz`` bytes per cycle, so the message holds each link of its route for
+
+    hold = ceil(flits * flit_bytes * frequency_ghz / W)    cycles
+
+(16 GB/s at 1 GHz with 16-byte flits: one flit per cycle, the MultiTree paper's network). The
+message is cut-through pipelined across its hops. At hop ``h`` over link ``l``:
+
+* the head requests ``l`` when it arrives (at the first hop: when the transfer is ready) and
+  starts when the link is also free: ``start_h = max(head_arrival_h, free[l])``;
+* the head reaches the next node ``latency(l)`` cycles after it starts:
+  ``head_arrival_{h+1} = start_h + latency(l)``;
+* the tail leaves no earlier than ``start_h + hold_h`` and no earlier than it arrived from the
+  previous hop: ``tail_h = max(start_h + hold_h, tail_{h-1} + latency(l_{h-1}))`` (a fast link
+  after a slow one does not finish early; a slow link after a fast one sets the pace);
+* the link is busy until the tail leaves: ``free[l] = tail_h``;
+* the transfer finishes when its tail arrives at the destination: ``tail_last + latency(last)``.
+
+So a lone transfer over ``k`` equal links takes ``hold + k * latency`` cycles. Concurrent
+transfers share a link first come, first served by the time their head requests it; ties go to
+the earlier schedule step, then to the earlier transfer in the step (``schedule.transfers()``
+order). A link is never shared by two messages at once (no flit interleaving).
+
+Dependencies: a transfer from node ``u`` of chunk ``c`` in step ``s`` may start only when every
+transfer *into* ``(u, c)`` in an earlier step has finished (its inputs arrived). Transfers into
+``(u, c)`` in the same step do not count (the IR reads a chunk as it was at the start of the
+step). A transfer with no such input is ready at cycle 0. There is no global barrier between
+steps: a transfer whose inputs are ready goes, whatever other nodes are doing. The hardware NI's
+lockstep step control may add waiting that this model does not; that difference is measured
+against the RTL, not modelled here.
+
+What it ignores: per-flit credit flow control and buffer depth (a message is never stalled
+mid-route by back-pressure, only delayed at a hop by a busy link), router pipeline delay and
+allocation (hops cost only link latency), head flits and packet headers (only payload flits are
+counted), the reduction unit's throughput at the destination, and write-after-read hazards (a
+node may receive a new value of a chunk while still sending the old one; the IR's step semantics
+say which value is sent, the timing does not wait for the send to drain).
+
+Implementation: a discrete-event simulation with one heap event per hop (the head's request of a
+link), keyed by ``time * T + transfer index`` (T transfers) so the heap holds plain ints and pops
+in time, step, transfer order (one caveat: over a zero-latency link a head requests its next
+link in the same cycle, possibly after a later transfer already took that link in that cycle).
+Links are integer ids with precomputed per-hop hold and per-link
+latency lists. Dependencies go through "gates", one per distinct (node, chunk, inputs so far):
+a gate waits for the inputs that arrived since the previous gate of the same (node, chunk) and
+for that previous gate, so the dependency graph stays linear in the schedule's size.
+
+Lower bounds (``lower_bound``)
+------------------------------
+All in cycles (floats, not rounded: a simulated time, an int, is compared against them), D the
+vector size in bytes per node, N endpoint nodes. Time ``D / W`` with D in bytes and W in GB/s is
+in ns; times ``frequency_ghz`` gives cycles.
+
+* Injection (the MultiTree paper's bound, as stated in the issue; it is the classic
+  bandwidth-optimal all-reduce bound, Patarasuk & Yuan 2009, Chan et al. 2007): with reduction
+  done only at endpoint nodes (as in this IR), every node must send and receive at least
+  ``2(N-1)/N * D`` bytes, over at most its own links: ``2(N-1)/N * D / (d * bw)``. The node's own
+  link bandwidths generalise ``d * bw``: the bound uses
+  ``min over nodes of min(sum of outgoing, sum of incoming link bandwidths)``.
+* Cut: for a split of the endpoints into A and B, every element's final value on a node in B
+  depends on values in A and vice versa, so at least D bytes must cross each way:
+  time >= D / (bandwidth from A to B), and the same for B to A. For direct networks the cut's
+  bandwidth is the sum of the links from A to B; with switches it is the maximum flow from A to B
+  (the minimum over where the switches go). The cuts evaluated are the natural ones: every
+  straight cut across each dimension of a mesh or torus (wrap links counted; a ring is a torus of
+  one row: the arcs ``0..i`` against the rest, and with equal links every split into two arcs
+  crosses the same 2 links each way), on a fat-tree each top-level group (nodes sharing the
+  top digit) against the rest, on a bigraph the nodes of each half of the switches (the two
+  layers, and a mixed half: the first half of each layer) against the rest and each switch's
+  nodes against the rest, and everywhere every single node against the rest (the injection bound
+  with D instead of ``2(N-1)/N * D``; both are kept, the injection one is tighter when N >= 2).
+* Latency: information from every node must reach every other, so time >= the largest
+  shortest-path latency (sum of link latencies) between two endpoints.
+
+``cycles`` is the largest of the three; ``binding`` names it. N = 1 gives 0.
+"""
+
+import gc
+import heapq
+import math
+import numbers
+from dataclasses import dataclass
+from fractions import Fraction
+
+import networkx as nx
+import numpy as np
+
+from .errors import ConfigError
+
+__all__ = ["TimingParams", "TimingResult", "LowerBound", "simulate", "lower_bound",
+           "hold_cycles", "cycles_to_us", "algbw_GBps", "busbw_GBps"]
+
+
+@dataclass(frozen=True)
+class TimingParams:
+    """Clock and message granularity of the timing model.
+
+    Link bandwidth (GB/s) and latency (cycles) are attributes of the topology's links (set when
+    the topology is parsed), not parameters here.
+
+    Parameters
+    ----------
+    frequency_ghz : float
+        Network clock in GHz (default 1, the MultiTree paper's).
+    flit_bytes : int
+        Payload bytes per flit (default 16: 128-bit flits).
+    element_bytes : int
+        Bytes per vector element (default 4: float32 / int32).
+
+    Raises
+    ------
+    ConfigError
+        If a value is not positive (or the byte counts are not whole numbers).
+    """
+    frequency_ghz: float = 1.0
+    flit_bytes: int = 16
+    element_bytes: int = 4
+
+    def __post_init__(self):
+        f = self.frequency_ghz
+        if (isinstance(f, bool) or not isinstance(f, numbers.Real) or not math.isfinite(f)
+                or not f > 0):
+            raise ConfigError(f"frequency_ghz must be a positive number of GHz, not {f!r}")
+        for name in ("flit_bytes", "element_bytes"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v <= 0:
+                raise ConfigError(f"{name} must be a positive integer, not {v!r}")
+
+
+def _exact(x):
+    """A float or int as the exact decimal it was written as (12.8 -> 64/5), so the ceilings of
+    ``hold_cycles`` are not off by one from binary rounding."""
+    return Fraction(x) if isinstance(x, numbers.Rational) else Fraction(repr(float(x)))
+
+
+def hold_cycles(num_bytes, bandwidth_GBps, params=TimingParams()):
+    """Cycles a message of ``num_bytes`` holds a link of ``bandwidth_GBps``:
+    ``ceil(ceil(num_bytes / flit_bytes) * flit_bytes * frequency_ghz / bandwidth_GBps)``."""
+    flits = -(-int(num_bytes) // params.flit_bytes)
+    return math.ceil(flits * params.flit_bytes * _exact(params.frequency_ghz)
+                     / _exact(bandwidth_GBps))
+
+
+def cycles_to_us(cycles, frequency_ghz):
+    """Microseconds of ``cycles`` network-clock cycles at ``frequency_ghz``."""
+    return cycles / (frequency_ghz * 1e3)
+
+
+def algbw_GBps(size_bytes, cycles, frequency_ghz):
+    """NCCL's algorithm bandwidth, size / time, in GB/s (10^9 bytes per second); ``inf`` for a
+    time of 0 cycles."""
+    if cycles == 0:
+        return math.inf
+    return size_bytes * frequency_ghz / cycles
+
+
+def busbw_GBps(size_bytes, cycles, frequency_ghz, num_nodes):
+    """NCCL's bus bandwidth for all-reduce, algbw * 2(N-1)/N, in GB/s; 0 for one node."""
+    if num_nodes <= 1:
+        return 0.0
+    return algbw_GBps(size_bytes, cycles, frequency_ghz) * 2 * (num_nodes - 1) / num_nodes
+
+
+class _Rates:
+    """Conversions shared by ``TimingResult`` and ``LowerBound`` (need ``cycles``,
+    ``frequency_ghz`` and ``num_nodes``)."""
+
+    @property
+    def time_us(self):
+        """``cycles`` in microseconds at ``frequency_ghz``."""
+        return cycles_to_us(self.cycles, self.frequency_ghz)
+
+    def algbw_GBps(self, size_bytes):
+        """size / time in GB/s (``inf`` when ``cycles`` is 0)."""
+        return algbw_GBps(size_bytes, self.cycles, self.frequency_ghz)
+
+    def busbw_GBps(self, size_bytes, num_nodes=None):
+        """algbw * 2(N-1)/N in GB/s; N defaults to the schedule's / topology's node count."""
+        n = self.num_nodes if num_nodes is None else num_nodes
+        return busbw_GBps(size_bytes, self.cycles, self.frequency_ghz, n)
+
+
+@dataclass(frozen=True)
+class TimingResult(_Rates):
+    """Timing of one schedule.
+
+    Attributes
+    ----------
+    cycles : int
+        Completion time of the last transfer (0 for a schedule without transfers).
+    finish : numpy.ndarray of int64
+        Per-transfer cycle at which its tail reaches the destination, in
+        ``schedule.transfers()`` order.
+    start : numpy.ndarray of int64
+        Per-transfer cycle at which its head entered its first link (after waiting for its
+        inputs and for the link), same order.
+    step_finish : list of int
+        Last finish cycle of each schedule step (0 for a step without transfers). Not
+        necessarily increasing: there is no barrier between steps.
+    frequency_ghz : float
+        Clock used to convert cycles to time.
+    num_nodes : int
+        Endpoint nodes of the schedule's topology (for ``busbw_GBps``).
+    """
+    cycles: int
+    finish: np.ndarray
+    start: np.ndarray
+    step_finish: list
+    frequency_ghz: float = 1.0
+    num_nodes: int = 1
+
+
+@dataclass(frozen=True)
+class LowerBound(_Rates):
+    """Lower bounds on all-reduce time on a topology, in cycles (floats, see the module docstring).
+
+    Attributes
+    ----------
+    cycles : float
+        The tightest (largest) of the three bounds.
+    injection_cycles, cut_cycles, latency_cycles : float
+        The three bounds.
+    binding : str
+        ``"injection"``, ``"cut"`` or ``"latency"``: which one is ``cycles`` (the first in that
+        order on a tie). ``"none"`` for one node.
+    cut : str
+        Which cut gave ``cut_cycles`` (e.g. ``"cols 0..1 | 2..3"``, ``"node 5"``).
+    frequency_ghz : float
+    num_nodes : int
+    """
+    cycles: float
+    injection_cycles: float
+    cut_cycles: float
+    latency_cycles: float
+    binding: str
+    cut: str = ""
+    frequency_ghz: float = 1.0
+    num_nodes: int = 1
+
+
+def _check_latency(link, lat):
+    if isinstance(lat, bool) or not isinstance(lat, numbers.Real) or lat < 0 or lat != int(lat):
+        raise ConfigError(f"latency of link {link} must be a whole number of cycles >= 0, "
+                          f"not {lat!r}")
+    return int(lat)
+
+
+def _check_bandwidth(link, bw):
+    if isinstance(bw, bool) or not isinstance(bw, numbers.Real) or not bw > 0:
+        raise ConfigError(f"bandwidth of link {link} must be a positive number of GB/s, "
+                          f"not {bw!r}")
+    return bw
+
+
+def simulate(schedule, params=TimingParams()):
+    """Time ``schedule`` with the contention-aware message model of the module docstring.
+
+    Parameters
+    ----------
+    schedule : AllReduceSchedule
+    params : TimingParams
+
+    Returns
+    -------
+    TimingResult
+
+    Raises
+    ------
+    ConfigError
+        If a link of a route has a non-positive bandwidth or a latency that is not a whole
+        number of cycles >= 0.
+    """
+    # The simulation allocates many small lists and ints but no reference cycles; the cyclic
+    # garbage collector would repeatedly scan every Transfer of the schedule (40% of the run
+    # time on a 130k-transfer schedule), so it is paused for the call.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _simulate(schedule, params)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _simulate(schedule, params):
+    topo = schedule.topology
+    links = list(topo.graph.edges)
+    link_id = {link: i for i, link in enumerate(links)}
+    lat = [_check_latency(link, topo.link_latency(link)) for link in links]
+    bw = [_check_bandwidth(link, topo.link_bandwidth(link)) for link in links]
+    route_ids = {}      # id(route) -> tuple of link ids (routes are often shared tuples)
+    num_steps = len(schedule.steps)
+    num_chunks = schedule.num_chunks
+    hop_link = []       # link id of every hop of every transfer, in order
+    route_len, chunk_of, step_len = [], [], []
+    # Gates: gate g opens when its inputs (count) have finished; time = max of their finishes.
+    gate_count, gate_time, gate_waiters, gate_next = [], [], [], []
+    feeds = []          # transfer -> gate its finish counts toward (-1: none)
+    last_gate = {}      # (node, chunk) key -> latest gate
+    pending = {}        # (node, chunk) key -> transfers into it since its latest gate
+    initial = []        # transfers ready at cycle 0
+    idx = 0
+    for step in schedule.steps:
+        base = idx
+        step_len.append(len(step))
+        for t in step:
+            route = t.route
+            ids = route_ids.get(id(route))
+            if ids is None:
+                try:
+                    ids = tuple([link_id[link] for link in route])
+                except KeyError as exc:
+                    raise ConfigError(f"transfer {t} crosses link {exc.args[0]} that is not in "
+                                      f"{topo.spec}") from None
+                if not ids:
+                    raise ConfigError(f"transfer {t} has an empty route")
+                route_ids[id(route)] = ids
+            hop_link.extend(ids)
+            route_len.append(len(ids))
+            c = t.chunk
+            chunk_of.append(c)
+            feeds.append(-1)
+            key = t.src * num_chunks + c
+            pend = pending.get(key)
+            if pend:
+                g = len(gate_count)
+                prev = last_gate.get(key, -1)
+                gate_count.append(len(pend) + (prev >= 0))
+                gate_time.append(0)
+                gate_waiters.append([])
+                gate_next.append(-1)
+                if prev >= 0:
+                    gate_next[prev] = g
+                for j in pend:
+                    feeds[j] = g
+                pending[key] = []
+                last_gate[key] = g
+            else:
+                g = last_gate.get(key, -1)
+            if g >= 0:
+                gate_waiters[g].append(idx)
+            else:
+                initial.append(idx)
+            idx += 1
+        for k, t in enumerate(step):
+            pending.setdefault(t.dst * num_chunks + t.chunk, []).append(base + k)
+
+    # Per-hop holds: one exact ceiling per (chunk flit count, link bandwidth) pair.
+    lens = np.array(route_len, dtype=np.int64)
+    last_arr = np.cumsum(lens) - 1
+    first_hop = (last_arr - lens + 1).tolist()
+    last_hop = last_arr.tolist()
+    sizes = np.diff(schedule.bounds) * params.element_bytes
+    flit_vals, flit_class = np.unique(-(-sizes // params.flit_bytes), return_inverse=True)
+    bw_vals, bw_class = np.unique(np.array(bw, dtype=float), return_inverse=True)
+    freq, fb = _exact(params.frequency_ghz), params.flit_bytes
+    table = np.array([[math.ceil(int(f) * fb * freq / _exact(w)) for w in bw_vals]
+                      for f in flit_vals], dtype=np.int64).reshape(len(flit_vals), len(bw_vals))
+    hop_chunk = np.repeat(np.array(chunk_of, dtype=np.int64), lens)
+    hop_hold = table[flit_class[hop_chunk], bw_class[np.array(hop_link, dtype=np.int64)]].tolist()
+
+    total = idx
+    finish = [0] * total
+    start = [0] * total
+    cur_hop = first_hop[:]
+    prev_tail = [0] * total     # tail arrival at the current hop from the previous one
+    free = [0] * len(links)
+    heap = initial              # time 0: key = transfer index, already sorted
+    heappush, heappop = heapq.heappush, heapq.heappop
+    T = max(total, 1)
+    done = 0
+    while heap:
+        key = heappop(heap)
+        now, i = divmod(key, T)
+        h = cur_hop[i]
+        lid = hop_link[h]
+        f = free[lid]
+        st = now if now >= f else f
+        tail = st + hop_hold[h]
+        pt = prev_tail[i]
+        if pt > tail:
+            tail = pt
+        free[lid] = tail
+        la = lat[lid]
+        if h == first_hop[i]:
+            start[i] = st
+        if h != last_hop[i]:
+            cur_hop[i] = h + 1
+            prev_tail[i] = tail + la
+            heappush(heap, (st + la) * T + i)
+            continue
+        fin = tail + la
+        finish[i] = fin
+        done += 1
+        g = feeds[i]
+        if g < 0:
+            continue
+        # Open gates: this input's gate, and the chain of later gates it completes.
+        tm = fin
+        while g >= 0:
+            if gate_time[g] < tm:
+                gate_time[g] = tm
+            gate_count[g] -= 1
+            if gate_count[g]:
+                break
+            tm = gate_time[g]
+            for w in gate_waiters[g]:
+                heappush(heap, tm * T + w)
+            g = gate_next[g]
+    if done != total:   # cannot happen: inputs always come from earlier steps
+        raise AssertionError(f"timing: {total - done} transfers never became ready")
+
+    finish_arr = np.asarray(finish, dtype=np.int64)
+    step_max = np.zeros(num_steps, dtype=np.int64)
+    np.maximum.at(step_max, np.repeat(np.arange(num_steps), step_len), finish_arr)
+    step_finish = step_max.tolist()
+    return TimingResult(cycles=int(finish_arr.max()) if total else 0, finish=finish_arr,
+                        start=np.asarray(start, dtype=np.int64), step_finish=step_finish,
+                        frequency_ghz=params.frequency_ghz, num_nodes=topo.num_nodes)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lower bounds
+
+
+def _natural_cuts(topo):
+    """(name, endpoint set A) of the natural cuts of the module docstring, single nodes excluded
+    (they are evaluated from each node's own links)."""
+    n = topo.num_nodes
+    cuts = []
+    if topo.family in ("ring", "mesh", "torus"):
+        rows, cols = (1, n) if topo.family == "ring" else topo.dims
+        for i in range(cols - 1):
+            cuts.append((f"cols 0..{i} | {i + 1}..{cols - 1}",
+                         [r * cols + c for r in range(rows) for c in range(i + 1)]))
+        for i in range(rows - 1):
+            cuts.append((f"rows 0..{i} | {i + 1}..{rows - 1}",
+                         list(range((i + 1) * cols))))
+    elif topo.family == "fattree":
+        k, levels = topo.dims
+        group = k ** (levels - 1)
+        if group > 1:
+            for top in range(k):
+                cuts.append((f"top group {top}", list(range(top * group, (top + 1) * group))))
+    elif topo.family == "bigraph":
+        m, s = topo.dims
+
+        def nodes_of(switches):
+            return [sw * m + j for sw in switches for j in range(m)]
+
+        half = s // 2
+        cuts.append((f"switch layers s0..s{half - 1} | s{half}..s{s - 1}", nodes_of(range(half))))
+        if half >= 2:
+            q = half // 2
+            mixed = list(range(q)) + list(range(half, half + q))
+            cuts.append((f"switches {mixed}", nodes_of(mixed)))
+        if m > 1:
+            for sw in range(s):
+                cuts.append((f"switch s{sw}", nodes_of([sw])))
+    return [(name, a) for name, a in cuts if 0 < len(a) < n]
+
+
+def _cut_bandwidths(topo, cuts):
+    """(name, min over the two directions of the bandwidth across the cut) for each cut."""
+    if not cuts:
+        return []
+    n = topo.num_nodes
+    if not topo.switches:
+        edges = list(topo.graph.edges(data="bandwidth"))
+        u = np.array([e[0] for e in edges])
+        v = np.array([e[1] for e in edges])
+        w = np.array([e[2] for e in edges], dtype=float)
+        out = []
+        for name, a in cuts:
+            in_a = np.zeros(n, dtype=bool)
+            in_a[a] = True
+            ab = w[in_a[u] & ~in_a[v]].sum()
+            ba = w[~in_a[u] & in_a[v]].sum()
+            out.append((name, min(ab, ba)))
+        return out
+    g = nx.DiGraph()
+    for x, y, bwv in topo.graph.edges(data="bandwidth"):
+        g.add_edge(x, y, capacity=bwv)
+    out = []
+    src, dst = ("_cut_src",), ("_cut_dst",)
+    for name, a in cuts:
+        a_set = set(a)
+        b = [x for x in topo.nodes if x not in a_set]
+        flows = []
+        for side_a, side_b in ((a, b), (b, a)):
+            h = g.copy()
+            h.add_edges_from((src, x) for x in side_a)   # no capacity attribute: infinite
+            h.add_edges_from((x, dst) for x in side_b)
+            flows.append(nx.maximum_flow_value(h, src, dst))
+        out.append((name, min(flows)))
+    return out
+
+
+def _latency_diameter(topo):
+    """Largest shortest-path latency between two endpoints (cycles)."""
+    g = topo.graph
+    lats = [_check_latency((x, y), lt) for x, y, lt in g.edges(data="latency")]
+    ends = list(topo.nodes)
+    if all(lt == lats[0] for lt in lats):
+        # Every family here has an endpoint 0 whose eccentricity is the diameter when all
+        # latencies are equal (ring, torus, fat-tree and bigraph are endpoint-symmetric; node 0 of
+        # a mesh is a corner): one Dijkstra suffices.
+        dist = nx.single_source_dijkstra_path_length(g, 0, weight="latency")
+        return float(max(dist.get(v, math.inf) for v in ends))
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import dijkstra
+
+    index = {x: i for i, x in enumerate(g.nodes)}
+    rows = [index[x] for x, _ in g.edges]
+    cols = [index[y] for _, y in g.edges]
+    # Sparse graphs drop zero weights: give zero-latency links a tiny weight, rounded off below.
+    weights = np.where(np.array(lats) > 0, np.array(lats, dtype=float), 1e-9)
+    mat = csr_array((weights, (rows, cols)), shape=(len(index), len(index)))
+    sources = [index[v] for v in ends]
+    best = 0.0
+    for i in range(0, len(sources), 256):
+        dist = dijkstra(mat, directed=True, indices=sources[i:i + 256])
+        best = max(best, float(dist[:, sources].max()))
+    return float(round(best, 6))
+
+
+def lower_bound(topology, size_bytes, params=TimingParams()):
+    """Lower bounds on the time of any all-reduce of ``size_bytes`` per node on ``topology``.
+
+    See the module docstring for the three bounds and their sources.
+
+    Parameters
+    ----------
+    topology : Topology
+    size_bytes : int
+        Vector size per node in bytes (D).
+    params : TimingParams
+        Only ``frequency_ghz`` is used (bounds are not rounded to flits).
+
+    Returns
+    -------
+    LowerBound
+
+    Raises
+    ------
+    ConfigError
+        If ``size_bytes`` is not a positive integer, or a link has a non-positive bandwidth or a
+        bad latency.
+    """
+    if (isinstance(size_bytes, bool) or not isinstance(size_bytes, numbers.Integral)
+            or size_bytes <= 0):
+        raise ConfigError(f"size must be a positive whole number of bytes, not {size_bytes!r}")
+    n = topology.num_nodes
+    freq = params.frequency_ghz
+    if n <= 1:
+        return LowerBound(0.0, 0.0, 0.0, 0.0, "none", "", freq, n)
+    g = topology.graph
+    for link, bwv in ((link, topology.link_bandwidth(link)) for link in g.edges):
+        _check_bandwidth(link, bwv)
+    d = float(size_bytes)
+    # Each node's own links: out and in bandwidth; the scarcer direction of the poorest node.
+    node_bw = {v: min(sum(bw for _, _, bw in g.out_edges(v, data="bandwidth")),
+                      sum(bw for _, _, bw in g.in_edges(v, data="bandwidth")))
+               for v in topology.nodes}
+    poorest = min(topology.nodes, key=lambda v: (node_bw[v], v))
+    injection = 2 * (n - 1) / n * d * freq / node_bw[poorest]
+    cut_name, cut = f"node {poorest}", d * freq / node_bw[poorest]
+    for name, bwv in _cut_bandwidths(topology, _natural_cuts(topology)):
+        c = d * freq / bwv if bwv > 0 else math.inf
+        if c > cut:
+            cut_name, cut = name, c
+    latency = _latency_diameter(topology)
+    bounds = {"injection": injection, "cut": cut, "latency": latency}
+    binding = max(bounds, key=lambda k: bounds[k])      # first of equal maxima
+    return LowerBound(cycles=bounds[binding], injection_cycles=injection, cut_cycles=cut,
+                      latency_cycles=latency, binding=binding, cut=cut_name,
+                      frequency_ghz=freq, num_nodes=n)

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Benchmark the golden model against the speed targets of the golden-model issue.
+
+1. ``allreduce-rtl compare --topology torus:8x8 --size 64MiB`` (all six algorithms), target < 10 s,
+   timed as a whole process (interpreter start-up and imports included).
+2. ``multitree`` on torus:16x16: tree construction + schedule build + timing model, target < 60 s.
+
+Prints a Markdown table for the README. Run: ``make bench`` or ``.venv/bin/python
+scripts/bench_golden.py``.
+"""
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from golden_model.algorithms import build_schedule  # noqa: E402
+from golden_model.timing import simulate  # noqa: E402
+from golden_model.topology import parse_topology  # noqa: E402
+
+
+def best_of(n, fn):
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), result
+
+
+def compare_process():
+    cli = Path(sys.executable).parent / "allreduce-rtl"
+    cmd = [str(cli)] if cli.exists() else [sys.executable, "-m", "allreduce_rtl.cli"]
+    subprocess.run(cmd + ["compare", "--topology", "torus:8x8", "--size", "64MiB", "--json"],
+                   check=True, capture_output=True, cwd=ROOT)
+
+
+def multitree_16x16():
+    topo = parse_topology("torus:16x16")
+    t0 = time.perf_counter()
+    sched = build_schedule("multitree", topo, (64 << 20) // 4)
+    t1 = time.perf_counter()
+    cycles = simulate(sched).cycles
+    return sched.meta["tree_steps"], t1 - t0, time.perf_counter() - t1, cycles
+
+
+def main():
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}")
+    t_cmp, _ = best_of(3, compare_process)
+    t_mt, (steps, t_build, t_sim, cycles) = best_of(1, multitree_16x16)
+    print()
+    print("| benchmark | target | measured |")
+    print("| --- | --- | --- |")
+    print(f"| `compare --topology torus:8x8 --size 64MiB`, 6 algorithms, whole process "
+          f"(best of 3) | < 10 s | {t_cmp:.2f} s |")
+    print(f"| `multitree` torus:16x16: build ({steps} tree steps) + timing ({cycles:,} cycles "
+          f"at 64 MiB) | < 60 s | {t_mt:.2f} s ({t_build:.2f} s build, {t_sim:.2f} s timing) |")
+    return 0 if t_cmp < 10 and t_mt < 60 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""The command line: outputs, files, and bad input (exit 2, one line, no traceback)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from allreduce_rtl.cli import main
+from golden_model.algorithms import build_schedule
+from golden_model.timing import TimingParams, lower_bound, simulate
+from golden_model.topology import parse_topology
+
+
+def run_json(capsys, *argv):
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_compare_headline(capsys):
+    """The issue's done-when figures on torus:8x8 at 64 MiB."""
+    report = run_json(capsys, "compare", "--topology", "torus:8x8", "--size", "64MiB", "--json")
+    assert set(report) >= {"topology", "nodes", "size_bytes", "lower_bound_cycles", "results"}
+    assert report["nodes"] == 64 and report["size_bytes"] == 64 << 20
+    by = {r["algorithm"]: r for r in report["results"]}
+    assert set(by) == {"ring", "ring2d", "dbtree", "halving-doubling", "multitree", "multitree-opt"}
+    for r in by.values():
+        assert set(r) >= {"algorithm", "steps", "cycles", "time_us", "algbw_GBps", "busbw_GBps",
+                          "speedup_vs_ring", "ratio_to_lower_bound"}
+        assert r["ratio_to_lower_bound"] >= 1.0
+        assert r["speedup_vs_ring"] == pytest.approx(by["ring"]["cycles"] / r["cycles"])
+        assert r["busbw_GBps"] == pytest.approx(r["algbw_GBps"] * 2 * 63 / 64)
+        assert r["algbw_GBps"] == pytest.approx((64 << 20) / (r["cycles"] * 1e-9) / 1e9)
+    assert by["multitree"]["speedup_vs_ring"] >= 2.3
+    assert by["multitree-opt"]["cycles"] <= by["multitree"]["cycles"]
+    assert by["multitree-opt"]["ratio_to_lower_bound"] <= 1.15
+    assert by["multitree"]["steps"] == 2 * 17 and by["multitree-opt"]["steps"] == 2 * 16
+
+
+def test_compare_matches_the_model(capsys):
+    """The CLI reports exactly what the golden model computes, with the network options applied."""
+    report = run_json(capsys, "compare", "-t", "ring:6", "-s", "96KiB", "-a", "ring,dbtree",
+                      "--link-latency", "20", "--link-bandwidth", "32", "--json")
+    topo = parse_topology("ring:6", link_bandwidth=32, link_latency=20)
+    params = TimingParams()
+    for r in report["results"]:
+        sched = build_schedule(r["algorithm"], topo, 96 * 1024 // 4)
+        assert r["cycles"] == simulate(sched, params).cycles
+    assert report["lower_bound_cycles"] == lower_bound(topo, 96 * 1024, params).cycles
+    assert [r["algorithm"] for r in report["results"]] == ["ring", "dbtree"]
+
+
+def test_compare_table(capsys):
+    assert main(["compare", "-t", "torus:4x4", "-s", "1MiB"]) == 0
+    out = capsys.readouterr().out
+    for name in ("ring2d", "multitree-opt", "speed-up vs ring", "lower bound"):
+        assert name in out
+
+
+def test_compare_skips_what_cannot_run(capsys):
+    report = run_json(capsys, "compare", "-t", "fattree:2x3", "-s", "64KiB", "--json")
+    assert [s["algorithm"] for s in report["skipped"]] == ["ring2d"]
+    assert "ring2d" not in {r["algorithm"] for r in report["results"]}
+
+
+def test_schedule_summary_and_file(capsys, tmp_path):
+    out = tmp_path / "s.json"
+    summary = run_json(capsys, "schedule", "-t", "torus:4x4", "-a", "multitree",
+                       "--elements", "64", "--out", str(out), "--json")
+    assert summary["tree_steps"] == 5 and summary["steps"] == 10
+    assert summary["algorithm"] == "multitree" and summary["topology"] == "torus:4x4"
+    data = json.loads(out.read_text())
+    assert summary["transfers"] == sum(len(s) for s in data["steps"]) == 2 * 16 * 15
+    assert data["chunk_bounds"] == [4 * i for i in range(17)]
+
+
+def test_sweep_writes_csv_and_plot(tmp_path, capsys):
+    assert main(["sweep", "-t", "torus:2x2", "--sizes", "32KiB:128KiB", "-a", "ring,multitree",
+                 "--out", str(tmp_path)]) == 0
+    lines = (tmp_path / "sweep.csv").read_text().splitlines()
+    assert lines[0].startswith("size_bytes,algorithm")
+    assert len(lines) == 1 + 3 * 2
+    assert (tmp_path / "speedup.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["compare", "-t", "donut:4"], "donut:4"),
+    (["compare", "-t", "torus:4x4", "-a", "ring,bogus"], "bogus"),
+    (["compare", "-t", "torus:4x4", "-s", "12XB"], "12XB"),
+    (["compare", "-t", "torus:4x4", "-s", "0"], "'0'"),
+    (["compare", "-t", "torus:4x4", "-s", "6"], "6 bytes"),
+    (["compare", "-t", "torus:4x4", "--link-latency", "-3"], "-3"),
+    (["compare", "-t", "torus:4x4", "--link-bandwidth", "0"], "'0'"),
+    (["compare", "-t", "fattree:2x3", "-a", "ring2d"], "ring2d"),
+    (["schedule", "-t", "torus:4x4", "-a", "multitree", "--elements", "0"], "'0'"),
+    (["schedule", "-t", "torus:4x4", "-a", "ring", "--out", "/nonexistent/x.json"], "/nonexistent"),
+    (["sweep", "-t", "torus:4x4", "--sizes", "64MiB:32KiB"], "64MiB:32KiB"),
+    (["sweep", "-t", "torus:4x4", "--sizes", "32KiB"], "32KiB"),
+    (["frobnicate"], "frobnicate"),
+])
+def test_bad_input(argv, needle, capsys):
+    with pytest.raises(SystemExit) as exc:
+        sys.exit(main(argv))
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and needle in err
+    assert "Traceback" not in err
+
+
+def test_console_script_exit_code():
+    """The installed entry point itself: exit 2, one line, no traceback."""
+    proc = subprocess.run([sys.executable, "-m", "allreduce_rtl.cli", "compare", "-t", "torus:4"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "torus:RxC" in proc.stderr
