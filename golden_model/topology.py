@@ -159,10 +159,11 @@ class Topology:
 
         On an R x C mesh a Hamiltonian cycle exists iff R*C is even and both R, C >= 2 (a grid
         graph is bipartite, so an odd node count cannot close a cycle). Where none exists (an odd
-        x odd mesh, a 1 x C line with C > 2) the order is a snake Hamiltonian *path*, and the
-        ring's closing hop from its last node back to its first is a multi-hop route
-        (dimension-order); ring all-reduce then still runs and is correct, but one ring link
-        crosses several network links. On fattree and bigraph the order is by node id and every
+        x odd mesh, a 1 x C line with C > 2) the order is a snake Hamiltonian *path*: consecutive
+        nodes are neighbours but the last and first are not, and ring all-reduce runs the
+        bidirectional line algorithm over that path instead (``algorithms.ring.line_steps``: the
+        same 2(N-1) steps, every transfer between neighbours). On fattree and bigraph the order
+        is by node id and every
         ring hop goes through switches.
         """
         return list(self._ring[0])

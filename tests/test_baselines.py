@@ -130,13 +130,22 @@ def test_ring2d_torus_rings_use_wrap_links():
     assert all(len(tr.route) == 1 for _, tr in s.transfers())
 
 
-def test_ring2d_mesh_closing_hop_goes_back_along_the_line():
-    """On mesh:3x3 a row ring closes from column 2 to column 0 over two westward links."""
-    t = topo("mesh:3x3")
-    s = build_schedule("ring2d", t, 9)
-    closing = {tr.route for _, tr in s.transfers() if tr.src == 2 and tr.dst == 0}
-    assert closing == {((2, 1), (1, 0))}
-    assert max(len(tr.route) for _, tr in s.transfers()) == 2
+@pytest.mark.parametrize("algorithm,spec", [("ring2d", "mesh:3x3"), ("ring2d", "mesh:2x3"),
+                                            ("ring2d", "mesh:4x5"), ("ring", "mesh:3x3"),
+                                            ("ring", "mesh:1x5"), ("ring", "mesh:5x7")])
+def test_mesh_lines_use_neighbour_transfers_only(algorithm, spec):
+    """A mesh line has no closing link: the line all-reduce keeps every transfer on one link,
+    the ring's 2(k-1) steps per line, and at most one transfer per link direction per step."""
+    t = topo(spec)
+    s = build_schedule(algorithm, t, 3 * t.num_nodes + 1)
+    assert all(len(tr.route) == 1 for _, tr in s.transfers())
+    rows, cols = t.dims
+    expect = 2 * (t.num_nodes - 1) if algorithm == "ring" else 2 * (cols - 1) + 2 * (rows - 1)
+    assert len(s.active_steps) == expect
+    if algorithm == "ring":
+        for step in s.steps:
+            links = [tr.route[0] for tr in step]
+            assert len(links) == len(set(links))
 
 
 @pytest.mark.parametrize("spec", ["fattree:2x3", "bigraph:2x4"])

@@ -2,7 +2,7 @@
 
 On an R x C mesh or torus every row runs a ring reduce-scatter at the same time, then every
 column runs a ring reduce-scatter on the piece its nodes own, then the same in reverse as
-all-gathers: columns, then rows. Each phase is the ring algorithm of ``ring.ring_steps``
+all-gathers: columns, then rows. Each phase is the ring algorithm of ``ring.ring_steps`` (or ``ring.line_steps`` on a mesh line)
 (Patarasuk & Yuan 2009) run on a sub-range of chunks.
 
 Chunking
@@ -19,12 +19,10 @@ Rings
 -----
 The row ring of row ``r`` visits columns ``0, 1, .., C-1`` and closes from column ``C-1`` back to
 column 0; the column ring likewise over rows. On a torus whose dimension is longer than 2 the
-closing hop is the wrap-around link. On a mesh (and on a torus dimension of exactly 2, where the
-two nodes share one link per direction) a line has no Hamiltonian cycle, so the closing hop is a
-multi-hop route back along the line (``Topology.route``, dimension order: it stays in the row or
-column). It runs against the direction of every other hop of the ring, so it uses only links no
-other hop of that ring uses: the ring is correct and still link-disjoint, only the closing hop's
-latency grows with the line's length. Rows (or columns) of length 1 need no ring and are skipped.
+closing hop is the wrap-around link (a dimension of exactly 2 needs no closing hop). A mesh line
+has no Hamiltonian cycle, so it runs the bidirectional line all-reduce of ``ring.line_steps``
+instead: same step count, same chunk ownership, every transfer between neighbours. Rows (or
+columns) of length 1 need no ring and are skipped.
 
 Topologies
 ----------
@@ -42,7 +40,7 @@ per-message property (True on every supported topology).
 """
 
 from ..schedule import AllReduceSchedule, require_nodes
-from .ring import ring_steps
+from .ring import closed_ring_steps
 
 NAME = "ring2d"
 
@@ -104,7 +102,7 @@ def build(topology, num_elements):
     row_rs, row_ag = [], []
     for r in range(rows):
         order = [node(r, c) for c in range(cols)]
-        per_offset = [ring_steps(topology, order, chunk_of=lambda g, j=j: g * rows + j)
+        per_offset = [closed_ring_steps(topology, order, chunk_of=lambda g, j=j: g * rows + j)
                       for j in range(rows)]
         row_rs.append(_merged([rs for rs, _ in per_offset]))
         row_ag.append(_merged([ag for _, ag in per_offset]))
@@ -113,7 +111,7 @@ def build(topology, num_elements):
     for c in range(cols):
         group = (c + 1) % cols
         order = [node(r, c) for r in range(rows)]
-        rs, ag = ring_steps(topology, order, chunk_of=lambda j, g=group: g * rows + j)
+        rs, ag = closed_ring_steps(topology, order, chunk_of=lambda j, g=group: g * rows + j)
         col_rs.append(rs)
         col_ag.append(ag)
     steps = _merged(row_rs) + _merged(col_rs) + _merged(col_ag) + _merged(row_ag)
