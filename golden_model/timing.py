@@ -37,9 +37,14 @@ against the RTL, not modelled here.
 What it ignores: per-flit credit flow control and buffer depth (a message is never stalled
 mid-route by back-pressure, only delayed at a hop by a busy link), router pipeline delay and
 allocation (hops cost only link latency), head flits and packet headers (only payload flits are
-counted), the reduction unit's throughput at the destination, and write-after-read hazards (a
+counted unless ``header_flits`` is set), the reduction unit's throughput at the destination, and write-after-read hazards (a
 node may receive a new value of a chunk while still sending the old one; the IR's step semantics
 say which value is sent, the timing does not wait for the send to drain).
+
+Hardware-matching options (``TimingParams``): ``header_flits`` per message, ``send_delay`` (ready
+to head injection) and ``retire_delay`` (tail arrival to finished), and ``in_order_links`` (each
+link serves its transfers in schedule order, as the NI's send engines walk their tables) so the
+model can be configured like the RTL it is compared with.
 
 Implementation: a discrete-event simulation with one heap event per hop (the head's request of a
 link), keyed by ``time * T + transfer index`` (T transfers) so the heap holds plain ints and pops
@@ -111,15 +116,34 @@ class TimingParams:
         Payload bytes per flit (default 16: 128-bit flits).
     element_bytes : int
         Bytes per vector element (default 4: float32 / int32).
+    header_flits : int
+        Flits added to every message for its header (default 0: payload only; the NI sends one
+        head flit per message, so the RTL comparison uses 1).
+    send_delay : int
+        Cycles from a transfer's inputs being ready to its head requesting the first link
+        (default 0; the NI's table read and dependency check).
+    retire_delay : int
+        Cycles from the tail's arrival to the transfer counting as finished for its dependants
+        (default 0; the NI's read-modify-write pipeline).
+    in_order_links : bool
+        When true, each link serves its transfers in schedule order (step, then transfer order)
+        instead of first come first served: the NI's send engines walk their tables in order.
+        Meant for single-hop schedules (multi-hop ones could wait on each other in a cycle,
+        which raises).
 
     Raises
     ------
     ConfigError
-        If a value is not positive (or the byte counts are not whole numbers).
+        If a value is not positive (or the byte counts are not whole numbers), or a delay or
+        header count is negative.
     """
     frequency_ghz: float = 1.0
     flit_bytes: int = 16
     element_bytes: int = 4
+    header_flits: int = 0
+    send_delay: int = 0
+    retire_delay: int = 0
+    in_order_links: bool = False
 
     def __post_init__(self):
         f = self.frequency_ghz
@@ -130,6 +154,12 @@ class TimingParams:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v <= 0:
                 raise ConfigError(f"{name} must be a positive integer, not {v!r}")
+        for name in ("header_flits", "send_delay", "retire_delay"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+                raise ConfigError(f"{name} must be a whole number >= 0, not {v!r}")
+        if not isinstance(self.in_order_links, bool):
+            raise ConfigError(f"in_order_links must be True or False, not {self.in_order_links!r}")
 
 
 def _exact(x):
@@ -356,7 +386,8 @@ def _simulate(schedule, params):
     first_hop = (last_arr - lens + 1).tolist()
     last_hop = last_arr.tolist()
     sizes = np.diff(schedule.bounds) * params.element_bytes
-    flit_vals, flit_class = np.unique(-(-sizes // params.flit_bytes), return_inverse=True)
+    flit_vals, flit_class = np.unique(-(-sizes // params.flit_bytes) + params.header_flits,
+                                      return_inverse=True)
     bw_vals, bw_class = np.unique(np.array(bw, dtype=float), return_inverse=True)
     freq, fb = _exact(params.frequency_ghz), params.flit_bytes
     table = np.array([[math.ceil(int(f) * fb * freq / _exact(w)) for w in bw_vals]
@@ -370,15 +401,35 @@ def _simulate(schedule, params):
     cur_hop = first_hop[:]
     prev_tail = [0] * total     # tail arrival at the current hop from the previous one
     free = [0] * len(links)
-    heap = initial              # time 0: key = transfer index, already sorted
-    heappush, heappop = heapq.heappush, heapq.heappop
     T = max(total, 1)
+    send_delay, retire_delay = params.send_delay, params.retire_delay
+    heap = [send_delay * T + i for i in initial]     # already sorted
+    heappush, heappop = heapq.heappush, heapq.heappop
+    in_order = params.in_order_links
+    if in_order:
+        # rank of every hop among its link's hops in schedule order; next rank each link serves;
+        # hops that asked out of turn, parked until their turn: link -> {rank: transfer}
+        link_hops = [0] * len(links)
+        hop_rank = []
+        for lid in hop_link:
+            hop_rank.append(link_hops[lid])
+            link_hops[lid] += 1
+        next_rank = [0] * len(links)
+        parked = [dict() for _ in links]
     done = 0
     while heap:
         key = heappop(heap)
         now, i = divmod(key, T)
         h = cur_hop[i]
         lid = hop_link[h]
+        if in_order:
+            if hop_rank[h] != next_rank[lid]:
+                parked[lid][hop_rank[h]] = i
+                continue
+            next_rank[lid] += 1
+            j = parked[lid].pop(next_rank[lid], None)
+            if j is not None:
+                heappush(heap, now * T + j)
         f = free[lid]
         st = now if now >= f else f
         tail = st + hop_hold[h]
@@ -394,7 +445,7 @@ def _simulate(schedule, params):
             prev_tail[i] = tail + la
             heappush(heap, (st + la) * T + i)
             continue
-        fin = tail + la
+        fin = tail + la + retire_delay
         finish[i] = fin
         done += 1
         g = feeds[i]
@@ -410,10 +461,12 @@ def _simulate(schedule, params):
                 break
             tm = gate_time[g]
             for w in gate_waiters[g]:
-                heappush(heap, tm * T + w)
+                heappush(heap, (tm + send_delay) * T + w)
             g = gate_next[g]
-    if done != total:   # cannot happen: inputs always come from earlier steps
-        raise AssertionError(f"timing: {total - done} transfers never became ready")
+    if done != total:
+        # Inputs always come from earlier steps, so only in-order links can leave some waiting.
+        raise ConfigError(f"timing: {total - done} transfers never started: with in-order links "
+                          f"the schedule's multi-hop transfers wait on each other in a cycle")
 
     finish_arr = np.asarray(finish, dtype=np.int64)
     step_max = np.zeros(num_steps, dtype=np.int64)
