@@ -163,8 +163,7 @@ class Topology:
         nodes are neighbours but the last and first are not, and ring all-reduce runs the
         bidirectional line algorithm over that path instead (``algorithms.ring.line_steps``: the
         same 2(N-1) steps, every transfer between neighbours). On fattree and bigraph the order
-        is by node id and every
-        ring hop goes through switches.
+        is by node id and every ring hop goes through switches.
         """
         return list(self._ring[0])
 
