@@ -4,9 +4,10 @@ The figures follow NCCL's performance notes: algbw = size / time, busbw = algbw 
 all-reduce; GB/s is 10^9 bytes per second.
 """
 
+import math
 from dataclasses import dataclass
 
-from .algorithms import ALGORITHMS, build_schedule
+from .algorithms import ALGORITHMS, MAX_ELEMENTS, build_schedule
 from .errors import ConfigError
 from .timing import TimingParams, lower_bound, simulate
 
@@ -18,27 +19,32 @@ class AlgorithmResult:
     steps: int
     cycles: int
     time_us: float
-    algbw_GBps: float
-    busbw_GBps: float
-    speedup_vs_ring: float
-    ratio_to_lower_bound: float
+    algbw_GBps: float | None
+    busbw_GBps: float | None
+    speedup_vs_ring: float | None
+    ratio_to_lower_bound: float | None
     tree_steps: int | None = None
 
 
 def elements_for(size_bytes, params):
     """Element count of a ``size_bytes`` vector; ``ConfigError`` unless it is a positive whole
-    number of ``params.element_bytes``-byte elements."""
-    if size_bytes <= 0 or size_bytes % params.element_bytes:
+    number of ``params.element_bytes``-byte elements, at most ``MAX_ELEMENTS``."""
+    eb = params.element_bytes
+    if size_bytes <= 0 or size_bytes % eb:
         raise ConfigError(f"size {size_bytes} bytes is not a positive whole number of "
-                          f"{params.element_bytes}-byte elements")
-    return size_bytes // params.element_bytes
+                          f"{eb}-byte elements")
+    if size_bytes // eb > MAX_ELEMENTS:
+        raise ConfigError(f"size {size_bytes} bytes is too large: at most {MAX_ELEMENTS * eb} "
+                          f"bytes ({MAX_ELEMENTS} elements of {eb} bytes)")
+    return size_bytes // eb
 
 
 def bandwidths(size_bytes, cycles, num_nodes, params):
-    """(time_us, algbw_GBps, busbw_GBps) of moving ``size_bytes`` in ``cycles``."""
+    """(time_us, algbw_GBps, busbw_GBps) of moving ``size_bytes`` in ``cycles``; the bandwidths
+    are None when no time passes (one node: nothing to communicate)."""
     seconds = cycles / (params.frequency_ghz * 1e9)
     if seconds == 0:
-        return 0.0, float("inf"), float("inf")
+        return 0.0, None, None
     algbw = size_bytes / seconds / 1e9
     return seconds * 1e6, algbw, algbw * 2 * (num_nodes - 1) / num_nodes
 
@@ -62,7 +68,9 @@ def compare(topology, size_bytes, algorithms=None, params=TimingParams(), on_ski
     dict
         ``{"topology", "nodes", "size_bytes", "lower_bound_cycles", "lower_bound",
         "results": [AlgorithmResult as dict, ...], "skipped": [{"algorithm", "reason"}]}``.
-        Ring is always timed as the reference for ``speedup_vs_ring``.
+        Ring is always timed as the reference for ``speedup_vs_ring``. With one node nothing is
+        communicated: cycles are 0 and the bandwidths and ratios are None (JSON null).
+        ``lower_bound_cycles`` is the bound rounded up (a time in whole cycles cannot be less).
 
     Raises
     ------
@@ -95,11 +103,11 @@ def compare(topology, size_bytes, algorithms=None, params=TimingParams(), on_ski
         results.append(AlgorithmResult(
             algorithm=name, steps=len(sched.active_steps), cycles=int(cycles), time_us=time_us,
             algbw_GBps=algbw, busbw_GBps=busbw,
-            speedup_vs_ring=ring_cycles / cycles if cycles else 1.0,
-            ratio_to_lower_bound=cycles / bound.cycles if bound.cycles else 1.0,
+            speedup_vs_ring=ring_cycles / cycles if cycles else None,
+            ratio_to_lower_bound=cycles / bound.cycles if bound.cycles else None,
             tree_steps=sched.meta.get("tree_steps")).__dict__)
     return {"topology": topology.spec, "nodes": topology.num_nodes, "size_bytes": size_bytes,
-            "lower_bound_cycles": bound.cycles,
+            "lower_bound_cycles": math.ceil(bound.cycles),
             "lower_bound": {"binding": bound.binding, "injection_cycles": bound.injection_cycles,
                             "cut_cycles": bound.cut_cycles, "latency_cycles": bound.latency_cycles},
             "results": results, "skipped": skipped}

@@ -34,8 +34,9 @@ DEFAULT_LINK_LATENCY = 150      # cycles
 
 FAMILIES = ("ring", "mesh", "torus", "fattree", "bigraph")
 _SPEC_FORMS = "ring:N, mesh:RxC, torus:RxC, fattree:KxL, bigraph:MxS"
-# Upper bound on endpoint nodes: keeps a typo ("torus:800x800") from exhausting memory.
-MAX_NODES = 4096
+# Upper bound on endpoint nodes: schedules grow as N^2 transfers, and a 1024-node torus already
+# takes minutes; the bound keeps a typo ("torus:800x800") from exhausting memory.
+MAX_NODES = 1024
 
 
 @dataclass(eq=False)
@@ -290,7 +291,7 @@ def parse_topology(spec, link_bandwidth=DEFAULT_LINK_BANDWIDTH, link_latency=DEF
     if family not in FAMILIES:
         raise ConfigError(f"unknown topology {spec!r}: expected one of {_SPEC_FORMS}")
     two = family != "ring"
-    m = re.fullmatch(r"\s*(\d+)\s*x\s*(\d+)\s*" if two else r"\s*(\d+)\s*", sizes)
+    m = re.fullmatch(r"\s*([0-9]+)\s*x\s*([0-9]+)\s*" if two else r"\s*([0-9]+)\s*", sizes)
     if not m:
         form = next(f for f in _SPEC_FORMS.split(", ") if f.startswith(family + ":"))
         raise ConfigError(f"malformed topology {spec!r}: expected {form} with whole numbers")

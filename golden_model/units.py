@@ -6,7 +6,7 @@ from .errors import ConfigError
 
 _UNITS = {"": 1, "B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30,
           "KB": 10**3, "MB": 10**6, "GB": 10**9}
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$")
+_SIZE_RE = re.compile(r"^\s*([0-9]+)\s*([A-Za-z]*)\s*$")
 
 
 def parse_size(text):

@@ -1,0 +1,193 @@
+"""The ``train`` and ``report`` subcommands: training time per iteration, and the standard report.
+
+Both take the network options of every command; bad input (an unknown model or algorithm, an
+impossible mini-batch or bucket size) raises ``ConfigError``, which ``cli.main`` turns into one line
+and exit code 2.
+"""
+
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from golden_model.algorithms import parse_algorithms
+from golden_model.errors import ConfigError
+from golden_model.report import STANDARD_TOPOLOGIES, ReportSettings, assemble, plan, \
+    render_markdown, run_unit
+from golden_model.training import DEFAULT_BUCKET_BYTES, TrainingOptions, train
+from golden_model.topology import DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY
+from golden_model.units import format_size
+from golden_model.workloads import MODELS, get_model
+
+from .commands import _algorithms, _note, _params, parse_size_range
+from .output import atomic_write, format_table
+
+TRAIN_COLUMNS = [("algorithm", "algorithm", "{}"),
+                 ("iteration_ms", "iteration (ms)", "{:.3f}"),
+                 ("compute_ms", "compute (ms)", "{:.3f}"),
+                 ("exposed_comm_ms", "exposed comm (ms)", "{:.3f}"),
+                 ("comm_ms", "all-reduce (ms)", "{:.3f}"),
+                 ("comm_share_pct", "comm share", "{:.1f}%"),
+                 ("reduction_pct", "reduction vs ring", "{:.1f}%"),
+                 ("comm_speedup_vs_ring", "all-reduce speed-up", "{:.2f}x")]
+
+
+def add_parsers(sub, network_options, size_type, positive_int):
+    """Add ``train`` and ``report`` to the subcommand set ``sub`` of ``cli.build_parser``
+    (``network_options(parser)`` adds the network group; ``size_type`` and ``positive_int``
+    are the argument types of ``cli``)."""
+    def training_options(p):
+        g = p.add_argument_group("training (defaults: the MultiTree authors' and PyTorch DDP's)")
+        g.add_argument("--mini-batch", "-b", type=positive_int, default=None, metavar="N",
+                       help="samples per node per iteration (default: the model's, 256)")
+        g.add_argument("--bucket-size", type=size_type, default=DEFAULT_BUCKET_BYTES,
+                       metavar="SIZE", help="gradient bucket cap, e.g. 25MiB (default 25MiB)")
+        g.add_argument("--algorithms", "-a", default=None,
+                       help="comma-separated list (default: all that can run on the topology)")
+
+    p = sub.add_parser("train", help="iteration time of one workload for each algorithm")
+    network_options(p)
+    p.add_argument("--model", "-m", required=True, help=f"one of {', '.join(MODELS)}")
+    training_options(p)
+    p.add_argument("--no-overlap", action="store_true",
+                   help="all-reduce after the whole backward pass (the authors' simulator)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_train, topology_default="torus:8x8")
+
+    p = sub.add_parser("report", help="the standard training-time report: Markdown and PNG plots")
+    network_options(p)
+    training_options(p)
+    p.add_argument("--topologies", default=None,
+                   help=f"comma-separated specs (default {','.join(STANDARD_TOPOLOGIES)}; "
+                        f"--topology T means just T)")
+    p.add_argument("--models", default=None, help="comma-separated list (default: all)")
+    p.add_argument("--sizes", default="32KiB:64MiB",
+                   help="sweep sizes FROM:TO, doubling (default %(default)s)")
+    p.add_argument("--out", "-o", default="out/report", metavar="DIR",
+                   help="output folder (default %(default)s)")
+    p.set_defaults(func=cmd_report, topology_default=STANDARD_TOPOLOGIES[0])
+
+
+def _training_options(args):
+    return TrainingOptions(mini_batch=args.mini_batch, bucket_bytes=args.bucket_size,
+                           overlap=not getattr(args, "no_overlap", False), timing=_params(args))
+
+
+def _print_train(report):
+    buckets = report["buckets"]
+    print(f"{report['model']} ({report['title']}) on {report['topology']} "
+          f"({report['nodes']} nodes): {report['parameters']:,} parameters "
+          f"({report['gradient_bytes'] / 2**20:.1f} MiB of float32 gradients) in "
+          f"{len(buckets)} bucket{'s' if len(buckets) != 1 else ''} "
+          f"(cap {format_size(report['bucket_bytes'])}); mini-batch {report['mini_batch']} "
+          f"per node ({report['samples_per_vault']} per vault)")
+    mode = ("overlapped with the backward pass" if report["overlap"]
+            else "after the backward pass (no overlap)")
+    print(f"compute per iteration: forward {report['forward_ms']:.3f} ms + backward "
+          f"{report['backward_ms']:.3f} ms = {report['compute_ms']:.3f} ms; all-reduce {mode}")
+    rows = [{**r, "comm_share_pct": 100 * r["comm_share"],
+             "reduction_pct": 100 * r["reduction_vs_ring"]} for r in report["results"]]
+    print(format_table(rows, TRAIN_COLUMNS))
+    by = {r["algorithm"]: r for r in report["results"]}
+    ring = by.get("ring")
+    for name in ("multitree", "multitree-opt"):
+        if name in by and ring:
+            r = by[name]
+            verdict = "less" if r["iteration_ms"] < ring["iteration_ms"] else "more"
+            print(f"{name}: {r['iteration_ms']:.3f} ms per iteration against ring's "
+                  f"{ring['iteration_ms']:.3f} ms: {abs(100 * r['reduction_vs_ring']):.1f}% "
+                  f"{verdict} training time.")
+
+
+def cmd_train(args):
+    """``allreduce-rtl train``: iteration time of one workload for each algorithm."""
+    from .cli import print_json
+    model = get_model(args.model)
+    report = train(model, args.topo, _algorithms(args), _training_options(args),
+                   on_skip=None if args.json else _note)
+    if args.json:
+        print_json(report)
+    else:
+        _print_train(report)
+    return 0
+
+
+def _list(text, what):
+    """Split a comma-separated list (names are checked by ``report.plan``)."""
+    names = [n.strip() for n in str(text).split(",") if n.strip()]
+    if not names:
+        raise ConfigError(f"empty {what} list {text!r}")
+    return tuple(dict.fromkeys(names))
+
+
+def _report_settings(args):
+    if args.topologies:
+        topologies = _list(args.topologies, "topology")
+    elif args.topology:
+        topologies = (args.topology,)
+    else:
+        topologies = STANDARD_TOPOLOGIES
+    models = _list(args.models, "model") if args.models else tuple(MODELS)
+    algorithms = tuple(parse_algorithms(args.algorithms)) if args.algorithms else None
+    return ReportSettings(topologies=topologies, models=models,
+                          sizes=tuple(parse_size_range(args.sizes)), algorithms=algorithms,
+                          link_bandwidth=args.link_bandwidth, link_latency=args.link_latency,
+                          training=_training_options(args))
+
+
+def _slug(spec):
+    return spec.replace(":", "-")
+
+
+def _report_command(args):
+    """The command line that regenerates this report (options left at their default omitted)."""
+    parts = ["allreduce-rtl", "report", "--out", args.out]
+    for flag, value, default in (
+            ("--topologies", args.topologies or args.topology, None),
+            ("--models", args.models, None), ("--sizes", args.sizes, "32KiB:64MiB"),
+            ("--algorithms", args.algorithms, None), ("--mini-batch", args.mini_batch, None),
+            ("--bucket-size", format_size(args.bucket_size), format_size(DEFAULT_BUCKET_BYTES)),
+            ("--link-bandwidth", args.link_bandwidth, DEFAULT_LINK_BANDWIDTH),
+            ("--link-latency", args.link_latency, DEFAULT_LINK_LATENCY),
+            ("--flit-bytes", args.flit_bytes, 16), ("--frequency", args.frequency, 1.0)):
+        if value is not None and value != default:
+            parts += [flag, str(value)]
+    return shlex.join(parts)
+
+
+def cmd_report(args):
+    """``allreduce-rtl report``: the standard set, a Markdown report with PNG plots."""
+    from .plots import plot_speedup
+    from .training_plots import plot_breakdown
+    settings = _report_settings(args)
+    units = plan(settings)
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create output folder {args.out!r}: {exc.strerror}") from None
+    t0 = time.perf_counter()
+    outputs = []
+    with tqdm(units, desc="report", unit="run", file=sys.stderr) as bar:
+        for unit in bar:
+            bar.set_postfix_str(unit.describe())
+            outputs.append(run_unit(unit, settings))
+    data = assemble(settings, units, outputs)
+    images = {}
+    for topo, by_model in data["training"].items():
+        name = f"training-{_slug(topo)}.png"
+        plot_breakdown({m: both["overlapped"] for m, both in by_model.items()}, topo, out / name)
+        images[("training", topo)] = name
+    for topo, rows in data["sweeps"].items():
+        name = f"speedup-{_slug(topo)}.png"
+        plot_speedup(rows, topo, out / name)
+        images[("sweep", topo)] = name
+    command = _report_command(args)
+    atomic_write(out / "report.json", json.dumps(data, indent=1) + "\n")
+    atomic_write(out / "report.md", render_markdown(data, images, command))
+    print(f"wrote {out / 'report.md'}, {out / 'report.json'} and {len(images)} plots "
+          f"({len(units)} runs in {time.perf_counter() - t0:.1f} s)")
+    return 0

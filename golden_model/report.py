@@ -1,0 +1,418 @@
+"""The standard training-time report: what runs, the headline comparison with the papers, and the
+Markdown text.
+
+The standard set (issue 4): every workload of ``workloads.MODELS`` with every all-reduce
+algorithm on torus and mesh 4x4 and 8x8 (``training.train``, overlapped and not), the speed-up
+against size sweeps of the golden-model issue (32 KiB to 64 MiB, doubling, ``compare.compare``)
+on the same topologies, and the sensitivity of the training-time reduction to the mini-batch.
+The work is cut into ``Unit``s so the command line can show progress; ``run_unit`` computes one,
+``assemble`` gathers them, ``render_markdown`` writes the report (plots are drawn by the command
+line, which owns matplotlib).
+
+Headline numbers (``PAPER_HEADLINES``): MultiTree (Huang et al., ISCA 2021, abstract, see
+``references.md``): 2.3x and 1.56x communication speed-up, up to 81% and 30% training-time
+reduction, against ring all-reduce and the prior state of the art; COARSE (Wang et al., HPCA
+2022, abstract): up to 48.3% faster training than MPI all-reduce (not yet modelled here). Ours
+are computed on the same kind of workload: the MultiTree authors' run script for the workloads
+uses a 4x4 torus of 16 nodes (``farabimahmud/accelerator``, ``utils/main_slurm.py``), so the
+headline column uses ``torus:4x4``. "Prior state of the art" is, per workload, the fastest of the
+other baselines implemented here (``PRIOR_ART``); the authors' baselines differ (their scripts
+include an MXNet tree; we have halving-doubling). Speed-ups are geometric means over the
+workloads (as the authors' ``utils/plot_main_results.py`` averages); "up to" figures are maxima
+over the workloads.
+"""
+
+from dataclasses import dataclass, field, replace
+from statistics import geometric_mean
+
+from .compare import compare
+from .training import TrainingOptions, cached_topology, train
+from .units import format_size
+from .workloads import MODELS, get_model
+
+__all__ = ["STANDARD_TOPOLOGIES", "SWEEP_SIZES", "PAPER_TOPOLOGY", "PRIOR_ART", "BATCH_SWEEP",
+           "PAPER_HEADLINES", "ReportSettings", "Unit", "plan", "run_unit", "assemble",
+           "render_markdown", "markdown_table"]
+
+STANDARD_TOPOLOGIES = ("torus:4x4", "torus:8x8", "mesh:4x4", "mesh:8x8")
+SWEEP_SIZES = tuple((32 << 10) << i for i in range(12))         # 32 KiB .. 64 MiB
+PAPER_TOPOLOGY = "torus:4x4"
+PRIOR_ART = ("ring2d", "dbtree", "halving-doubling")
+BATCH_SWEEP = (16, 32, 64, 128, 256)     # 1 to 16 samples per vault
+BATCH_MODEL, BATCH_TOPOLOGY = "resnet50", "torus:8x8"
+MULTITREE = "multitree"
+
+PAPER_HEADLINES = (
+    ("MultiTree: communication speed-up against ring", "2.3x", "speedup_ring"),
+    ("MultiTree: training-time reduction against ring, up to", "81%", "reduction_ring"),
+    ("MultiTree: communication speed-up against the prior state of the art", "1.56x",
+     "speedup_prior"),
+    ("MultiTree: training-time reduction against the prior state of the art, up to", "30%",
+     "reduction_prior"),
+    ("COARSE: faster training than MPI all-reduce, up to", "48.3%", None),
+)
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """What the report runs.
+
+    Parameters
+    ----------
+    topologies : tuple of str
+        Topology specs (default ``STANDARD_TOPOLOGIES``).
+    models : tuple of str
+        Workload names (default: all of ``MODELS``).
+    sizes : tuple of int
+        Sweep sizes in bytes (default ``SWEEP_SIZES``).
+    algorithms : tuple of str or None
+        Algorithms (default: every one that can run on each topology).
+    link_bandwidth : float
+        GB/s per link per direction (default 16).
+    link_latency : int
+        Cycles per link (default 150).
+    training : TrainingOptions
+        Mini-batch, bucket size, accelerator and timing parameters (``overlap`` is ignored: the
+        report evaluates both).
+    batch_sweep : tuple of int
+        Mini-batches of the sensitivity table (default ``BATCH_SWEEP``).
+    """
+    topologies: tuple = STANDARD_TOPOLOGIES
+    models: tuple = tuple(MODELS)
+    sizes: tuple = SWEEP_SIZES
+    algorithms: tuple | None = None
+    link_bandwidth: float = 16.0
+    link_latency: int = 150
+    training: TrainingOptions = field(default_factory=TrainingOptions)
+    batch_sweep: tuple = BATCH_SWEEP
+
+    def topology(self, spec):
+        return cached_topology(spec, self.link_bandwidth, self.link_latency)
+
+    @property
+    def batch_case(self):
+        """(model, topology) of the mini-batch sensitivity table."""
+        model = BATCH_MODEL if BATCH_MODEL in self.models else self.models[0]
+        topo = BATCH_TOPOLOGY if BATCH_TOPOLOGY in self.topologies else self.topologies[-1]
+        return model, topo
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One piece of the report's work: ``kind`` "sweep" (item: size in bytes), "train" (item:
+    model name) or "batch" (item: mini-batch) on ``topology``."""
+    kind: str
+    topology: str
+    item: object
+
+    def describe(self):
+        item = format_size(self.item) if self.kind == "sweep" else self.item
+        return f"{self.kind} {self.topology} {item}"
+
+
+def plan(settings):
+    """Every ``Unit`` of the report, training first (the slowest), then sweeps, then batches.
+
+    Raises
+    ------
+    ConfigError
+        If a topology spec or model name is bad (checked before any work starts).
+    """
+    for spec in settings.topologies:
+        settings.topology(spec)
+    for name in settings.models:
+        get_model(name)
+    model, topo = settings.batch_case
+    return ([Unit("train", t, m) for t in settings.topologies for m in settings.models]
+            + [Unit("sweep", t, s) for t in settings.topologies for s in settings.sizes]
+            + [Unit("batch", topo, b) for b in settings.batch_sweep])
+
+
+def run_unit(unit, settings):
+    """Compute one ``Unit``; returns a dict for ``assemble``."""
+    topo = settings.topology(unit.topology)
+    algorithms = list(settings.algorithms) if settings.algorithms else None
+    opts = settings.training
+    if unit.kind == "sweep":
+        return compare(topo, unit.item, algorithms, opts.timing)
+    if unit.kind == "train":
+        model = get_model(unit.item)
+        return {"overlapped": train(model, topo, algorithms, replace(opts, overlap=True)),
+                "serial": train(model, topo, algorithms, replace(opts, overlap=False))}
+    model = get_model(settings.batch_case[0])
+    return train(model, topo, ["ring", MULTITREE],
+                 replace(opts, overlap=True, mini_batch=unit.item))
+
+
+def _by_algorithm(result):
+    return {r["algorithm"]: r for r in result["results"]}
+
+
+def headline(training, topology):
+    """Our figures for ``PAPER_HEADLINES`` on ``topology``.
+
+    Parameters
+    ----------
+    training : dict
+        ``{topology: {model: {"overlapped": train(...), "serial": train(...)}}}``.
+
+    Returns
+    -------
+    dict
+        ``{"overlapped": {...}, "serial": {...}}``, each ``{"speedup_ring", "reduction_ring",
+        "speedup_prior", "reduction_prior"}`` with values ``{"value", "model"}`` (``model``: the
+        workload of an "up to" maximum) or None where MultiTree or the baselines were not run.
+    """
+    out = {}
+    for mode in ("overlapped", "serial"):
+        sp_ring, sp_prior, red_ring, red_prior = [], [], [], []
+        for name, both in training.get(topology, {}).items():
+            by = _by_algorithm(both[mode])
+            if MULTITREE not in by:
+                continue
+            mt = by[MULTITREE]
+            sp_ring.append(mt["comm_speedup_vs_ring"])
+            red_ring.append((mt["reduction_vs_ring"], name))
+            prior = [by[a] for a in PRIOR_ART if a in by]
+            if prior:
+                best_comm = min(p["comm_ms"] for p in prior)
+                best_iter = min(p["iteration_ms"] for p in prior)
+                sp_prior.append(best_comm / mt["comm_ms"])
+                red_prior.append((1 - mt["iteration_ms"] / best_iter, name))
+
+        def top(pairs):
+            return {"value": max(pairs)[0], "model": max(pairs)[1]} if pairs else None
+
+        def mean(values):
+            return {"value": geometric_mean(values), "model": None} if values else None
+
+        out[mode] = {"speedup_ring": mean(sp_ring), "reduction_ring": top(red_ring),
+                     "speedup_prior": mean(sp_prior), "reduction_prior": top(red_prior)}
+    return out
+
+
+def assemble(settings, units, outputs):
+    """Gather the outputs of ``run_unit`` (in ``units`` order) into the report's data.
+
+    Returns
+    -------
+    dict
+        ``{"settings", "training": {topology: {model: {"overlapped", "serial"}}},
+        "sweeps": {topology: [compare rows with "size_bytes"]}, "batch": {"model", "topology",
+        "rows": [train(...)]}, "headline": {"topology", "overlapped", "serial"}}``.
+    """
+    training, sweeps, batch = {}, {}, []
+    for unit, out in zip(units, outputs):
+        if unit.kind == "train":
+            training.setdefault(unit.topology, {})[unit.item] = out
+        elif unit.kind == "sweep":
+            sweeps.setdefault(unit.topology, []).extend(
+                {"size_bytes": out["size_bytes"], **r} for r in out["results"])
+        else:
+            batch.append(out)
+    head_topo = PAPER_TOPOLOGY if PAPER_TOPOLOGY in training else next(iter(training), None)
+    opts = settings.training
+    model, topo = settings.batch_case
+    return {
+        "settings": {
+            "topologies": list(settings.topologies), "models": list(settings.models),
+            "algorithms": list(settings.algorithms) if settings.algorithms else None,
+            "sweep_sizes": list(settings.sizes), "link_bandwidth_GBps": settings.link_bandwidth,
+            "link_latency_cycles": settings.link_latency, "bucket_bytes": opts.bucket_bytes,
+            "mini_batch": opts.mini_batch, "accelerator": vars(opts.accelerator),
+            "timing": vars(opts.timing),
+        },
+        "training": training, "sweeps": sweeps,
+        "batch": {"model": model, "topology": topo, "rows": batch},
+        "headline": {"topology": head_topo, **(headline(training, head_topo) if head_topo
+                                               else {})},
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown
+
+
+def markdown_table(rows, columns, left=1):
+    """A GitHub Markdown table. ``columns``: ``(header, function of a row -> str)``; the first
+    ``left`` columns are left-aligned (text), the others right-aligned (numbers)."""
+    head = "| " + " | ".join(h for h, _ in columns) + " |"
+    rule = "| " + " | ".join("---" if i < left else "---:" for i in range(len(columns))) + " |"
+    body = ["| " + " | ".join(fn(r) for _, fn in columns) + " |" for r in rows]
+    return "\n".join([head, rule, *body])
+
+
+def _pct(x):
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _headline_cell(entry, key):
+    if entry is None:
+        return "n/a"
+    value = entry["value"]
+    text = f"{value:.2f}x" if key.startswith("speedup") else _pct(value)
+    return f"{text} ({entry['model']})" if entry.get("model") else text
+
+
+def headline_table(data):
+    """The papers' headline numbers and ours side by side, as Markdown."""
+    head = data["headline"]
+    topo = head.get("topology")
+    rows = []
+    for claim, paper, key in PAPER_HEADLINES:
+        if key is None or topo is None:
+            ours = ("not yet modelled", "not yet modelled") if key is None else ("n/a", "n/a")
+        else:
+            ours = tuple(_headline_cell(head[mode][key], key) for mode in ("overlapped", "serial"))
+        rows.append((claim, paper, *ours))
+    return markdown_table(rows, [
+        ("claim", lambda r: r[0]), ("paper", lambda r: r[1]),
+        (f"ours, {topo}, overlapped", lambda r: r[2]),
+        (f"ours, {topo}, no overlap", lambda r: r[3])], left=2)
+
+
+def _share_sentence(data, topology):
+    """How much of an iteration ring's exposed communication takes, smallest and largest."""
+    shares = sorted((_by_algorithm(both["overlapped"])["ring"]["comm_share"], name)
+                    for name, both in data["training"].get(topology, {}).items())
+    if not shares:
+        return ""
+    (lo, lo_name), (hi, hi_name) = shares[0], shares[-1]
+    return (f"Under ring all-reduce on {topology}, exposed communication takes from "
+            f"{_pct(lo)} ({lo_name}) to {_pct(hi)} ({hi_name}) of an iteration: only that part "
+            f"of the iteration can shrink, however fast the all-reduce; the mini-batch table "
+            f"below shows the reduction growing as compute per iteration shrinks.")
+
+
+def _settings_text(data):
+    s = data["settings"]
+    acc = s["accelerator"]
+    batch = s["mini_batch"] or "each model's default (256)"
+    return (f"- Network: {', '.join(s['topologies'])}; {s['link_bandwidth_GBps']:g} GB/s per "
+            f"link per direction, {s['link_latency_cycles']} cycles of link latency, "
+            f"{s['timing']['flit_bytes']}-byte flits at {s['timing']['frequency_ghz']:g} GHz "
+            f"(the MultiTree paper's network).\n"
+            f"- Node: {acc['vaults']} vaults of {acc['rows']}x{acc['cols']} output-stationary "
+            f"systolic arrays at {acc['frequency_ghz']:g} GHz "
+            f"({2 * acc['vaults'] * acc['rows'] * acc['cols'] * acc['frequency_ghz'] / 1e3:.1f}"
+            f" TFLOP/s peak); mini-batch per node: {batch}.\n"
+            f"- Gradients: float32, buckets of {format_size(s['bucket_bytes'])} (PyTorch DDP's "
+            f"default) all-reduced one at a time, overlapped with the backward pass unless "
+            f"stated.\n")
+
+
+def _workload_table(data):
+    rows = []
+    for name in data["settings"]["models"]:
+        model = get_model(name)
+        first = next(iter(data["training"].values()))[name]["overlapped"]
+        rows.append((model, first))
+    return markdown_table(rows, [
+        ("model", lambda r: f"`{r[0].name}`"), ("variant", lambda r: r[0].title),
+        ("parameters", lambda r: f"{r[0].params:,}"),
+        ("gradient MiB", lambda r: f"{r[0].params * 4 / 2**20:.1f}"),
+        ("forward GFLOP/sample", lambda r: f"{r[0].flops / 1e9:.4g}"),
+        ("buckets", lambda r: str(len(r[1]["buckets"]))),
+        ("compute ms/iteration", lambda r: f"{r[1]['compute_ms']:.3f}")], left=2)
+
+
+def _reduction_table(by_model):
+    algorithms = list(dict.fromkeys(r["algorithm"] for both in by_model.values()
+                                    for r in both["overlapped"]["results"]))
+    cols = [("model", lambda item: f"`{item[0]}`"),
+            ("ring iteration ms",
+             lambda item: f"{_by_algorithm(item[1])['ring']['iteration_ms']:.3f}")]
+    for a in algorithms:
+        if a != "ring":
+            cols.append((a, lambda item, a=a: _pct(_by_algorithm(item[1]).get(a, {}).get(
+                "reduction_vs_ring"))))
+    return markdown_table([(m, both["overlapped"]) for m, both in by_model.items()], cols)
+
+
+def _detail_table(by_model):
+    rows = [(m, r) for m, both in by_model.items() for r in both["overlapped"]["results"]]
+    return markdown_table(rows, [
+        ("model", lambda x: f"`{x[0]}`"), ("algorithm", lambda x: x[1]["algorithm"]),
+        ("iteration ms", lambda x: f"{x[1]['iteration_ms']:.3f}"),
+        ("compute ms", lambda x: f"{x[1]['compute_ms']:.3f}"),
+        ("exposed comm ms", lambda x: f"{x[1]['exposed_comm_ms']:.3f}"),
+        ("all-reduce ms", lambda x: f"{x[1]['comm_ms']:.3f}"),
+        ("comm share", lambda x: _pct(x[1]["comm_share"])),
+        ("reduction vs ring", lambda x: _pct(x[1]["reduction_vs_ring"])),
+        ("all-reduce speed-up vs ring", lambda x: f"{x[1]['comm_speedup_vs_ring']:.2f}x")],
+        left=2)
+
+
+def _batch_table(batch):
+    rows = []
+    for result in batch["rows"]:
+        by = _by_algorithm(result)
+        rows.append((result, by["ring"], by.get(MULTITREE)))
+    return markdown_table(rows, [
+        ("mini-batch per node", lambda x: str(x[0]["mini_batch"])),
+        ("compute ms", lambda x: f"{x[0]['compute_ms']:.3f}"),
+        ("ring iteration ms", lambda x: f"{x[1]['iteration_ms']:.3f}"),
+        ("ring comm share", lambda x: _pct(x[1]["comm_share"])),
+        ("multitree iteration ms", lambda x: f"{x[2]['iteration_ms']:.3f}" if x[2] else "-"),
+        ("multitree comm share", lambda x: _pct(x[2]["comm_share"]) if x[2] else "-"),
+        ("reduction vs ring", lambda x: _pct(x[2]["reduction_vs_ring"]) if x[2] else "-")])
+
+
+def render_markdown(data, images, command="allreduce-rtl report"):
+    """The report as Markdown.
+
+    Parameters
+    ----------
+    data : dict
+        From ``assemble``.
+    images : dict
+        ``{("training", topology): file name, ("sweep", topology): file name}``, relative to
+        the report's folder.
+    command : str
+        The command that regenerates the report (quoted in it).
+    """
+    head_topo = data["headline"].get("topology")
+    parts = [
+        "# Training time: what the all-reduce gains mean per iteration\n",
+        f"Generated by `{command}` (golden model: `golden_model.workloads`, `.accelerator`, "
+        f"`.training`, `.report`; every number below is recomputed on each run).\n",
+        _settings_text(data),
+        "## Headline numbers: the papers and this model\n",
+        headline_table(data) + "\n",
+        f"Ours: {head_topo} (the MultiTree authors' workload runs use a 4x4 torus), the "
+        f"workloads below (the paper's set has FasterRCNN where ours has VGG-16). Speed-ups are "
+        f"geometric means over the workloads of the total all-reduce time; \"up to\" is the "
+        f"largest reduction over the workloads (in brackets). \"Prior state of the art\" is, per "
+        f"workload, the fastest of {', '.join(PRIOR_ART)}. \"No overlap\" runs the buckets' "
+        f"all-reduces after the whole backward pass, as the authors' simulator accounts an "
+        f"iteration; "
+        f"\"overlapped\" hides each bucket behind the rest of the backward pass. "
+        f"{_share_sentence(data, head_topo)}\n",
+        "## Workloads\n",
+        _workload_table(data) + "\n",
+    ]
+    for topo, by_model in data["training"].items():
+        parts += [f"## {topo}: iteration time per workload\n",
+                  f"![compute and exposed communication on {topo}]"
+                  f"({images[('training', topo)]})\n",
+                  "Training-time reduction against ring (overlapped):\n",
+                  _reduction_table(by_model) + "\n",
+                  "<details><summary>All figures</summary>\n",
+                  _detail_table(by_model) + "\n", "</details>\n"]
+    batch = data["batch"]
+    if batch["rows"]:
+        parts += [f"## Mini-batch sensitivity: {batch['model']} on {batch['topology']}\n",
+                  _batch_table(batch) + "\n"]
+    parts.append("## All-reduce speed-up against size\n")
+    for topo in data["sweeps"]:
+        parts.append(f"![speed-up over ring against size on {topo}]({images[('sweep', topo)]})\n")
+    parts.append(
+        "## Method\n\n"
+        "Compute per layer from the accelerator model (`golden_model/accelerator.py`: "
+        "`cycles = ceil(M/32) * ceil(N/32) * K + 2*32 + 32 - 2` per GEMM, backward = input "
+        "and weight gradients, element-wise work at 32 elements per cycle per vault; memory "
+        "bandwidth and latency ignored); buckets, overlap and iteration time from "
+        "`golden_model/training.py` (`iteration = forward + max(backward, end of the last "
+        "all-reduce)`); each bucket's all-reduce from the contention-aware timing model of the "
+        "schedule the algorithm builds for that bucket's size.\n")
+    return "\n".join(parts)
