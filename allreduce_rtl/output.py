@@ -1,38 +1,101 @@
 """Text tables and whole-or-nothing file writes for the command line."""
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
+from golden_model.errors import ConfigError
 
-def atomic_write(path, data):
-    """Write ``data`` (str or bytes) to ``path`` via a temporary file in the same folder and a
-    rename, so an interrupted run never leaves a half-written file or clobbers the old one.
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _target(path):
+    """The regular file ``path`` names (through symlinks), checked before anything is written.
 
     Raises
     ------
     ConfigError
-        If the folder does not exist or cannot be written.
+        If the name is empty, names something other than a regular file (a folder, a device
+        such as /dev/null), or its folder does not exist.
     """
-    from golden_model.errors import ConfigError
+    if not str(path).strip():
+        raise ConfigError("output file name is empty")
+    real = Path(os.path.realpath(path))
+    if real.exists() and not real.is_file():
+        raise ConfigError(f"cannot write {str(path)!r}: it exists and is not a regular file")
+    if not real.parent.is_dir():
+        raise ConfigError(f"cannot write {str(path)!r}: folder {str(real.parent)!r} does not exist")
+    return real
+
+
+def atomic_write_many(files):
+    """Write several files whole or not at all.
+
+    Each ``{path: data}`` entry (str or bytes) goes to a temporary file beside its target; only
+    when every one is written are they renamed over the targets, so an error or an interrupt
+    leaves no half-written file and keeps the old ones. Symlinks are written through; new files
+    get the usual ``0666 & ~umask`` mode, replaced files keep theirs.
+
+    Raises
+    ------
+    ConfigError
+        If a target is not a regular file, its folder is missing, or a write fails (the message
+        names the path and the reason).
+    """
+    targets = [(_target(path), path, data) for path, data in files.items()]
+    written = []
+    try:
+        for real, path, data in targets:
+            try:
+                fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
+            except OSError as exc:
+                raise ConfigError(f"cannot write {str(path)!r}: {exc.strerror}") from None
+            written.append((tmp, real))
+            mode = stat.S_IMODE(real.stat().st_mode) if real.exists() else 0o666 & ~_umask()
+            try:
+                with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
+                    f.write(data)
+                os.chmod(tmp, mode)
+            except OSError as exc:
+                raise ConfigError(f"cannot write {str(path)!r}: {exc.strerror}") from None
+        for tmp, real in written:
+            os.replace(tmp, real)
+        written = []
+    finally:
+        for tmp, _ in written:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def atomic_write(path, data):
+    """Write one file whole or not at all; see ``atomic_write_many``."""
+    atomic_write_many({path: data})
+
+
+def ensure_folder(path):
+    """Create output folder ``path`` (and parents) if needed and check it can be written.
+
+    Raises
+    ------
+    ConfigError
+        If it exists as something else, cannot be created, or is not writable.
+    """
+    if not str(path).strip():
+        raise ConfigError("output folder name is empty")
     path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise ConfigError(f"cannot write {str(path)!r}: folder {str(folder)!r} does not exist")
-    mode = "wb" if isinstance(data, bytes) else "w"
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ConfigError(f"cannot use {str(path)!r} as output folder: it is a file") from None
     except OSError as exc:
-        raise ConfigError(f"cannot write {str(path)!r}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, mode) as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise ConfigError(f"cannot write {str(path)!r}: {exc.strerror}") from None
-        raise
+        raise ConfigError(f"cannot create output folder {str(path)!r}: {exc.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"cannot write into output folder {str(path)!r}: permission denied")
+    return path
 
 
 def format_table(rows, columns):

@@ -13,9 +13,16 @@ from .output import atomic_write  # noqa: E402
 
 
 def plot_speedup(rows, topology, path):
-    """Speed-up over ring against all-reduce size, one line per algorithm (the MultiTree paper's
-    figure style). ``rows`` are dicts with ``size_bytes``, ``algorithm``, ``speedup_vs_ring``."""
-    fig, ax = plt.subplots(figsize=(7, 4))
+    """Write ``render_speedup(rows, topology)`` to ``path`` (whole or not at all)."""
+    atomic_write(path, render_speedup(rows, topology))
+
+
+def render_speedup(rows, topology):
+    """PNG bytes: speed-up over ring against all-reduce size, one line per algorithm (the
+    MultiTree paper's figure style). ``rows`` are dicts with ``size_bytes``, ``algorithm``,
+    ``speedup_vs_ring`` (None values are left out)."""
+    rows = [r for r in rows if r["speedup_vs_ring"] is not None]
+    fig, ax = plt.subplots(figsize=(8.5, 4))
     sizes = sorted({r["size_bytes"] for r in rows})
     for name in dict.fromkeys(r["algorithm"] for r in rows):
         pts = sorted((r["size_bytes"], r["speedup_vs_ring"]) for r in rows if r["algorithm"] == name)
@@ -27,9 +34,9 @@ def plot_speedup(rows, topology, path):
     ax.set_ylabel("speed-up over ring")
     ax.set_title(f"All-reduce speed-up over ring, {topology}")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120)
     plt.close(fig)
-    atomic_write(path, buf.getvalue())
+    return buf.getvalue()
