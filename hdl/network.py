@@ -1,0 +1,195 @@
+"""The network top: one NI per node, one ``Link`` per directed link (docs/hardware.md).
+
+Inside ``ni_instances(name)`` (used by ``hdl.generate.to_verilog``) the NIs are elaborated as
+instances of one Verilog module ``name`` (the NI converted once) instead of N copies of the NI's
+logic: Amaranth writes every submodule instance as its own module, so a 64-node network would
+otherwise cost 64 conversions and a 64 times larger file. The wiring is the same either way.
+"""
+
+import contextlib
+import contextvars
+
+from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Signal, Value
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .config import NIConfig
+from .host import HostCmd, HostRsp
+from .link import Link
+from .ni import NetworkInterface
+
+__all__ = ["Network", "port_map", "ni_instances"]
+
+_NI_MODULE = contextvars.ContextVar("ni_module", default=None)
+
+
+@contextlib.contextmanager
+def ni_instances(module_name):
+    """Elaborate every ``Network``'s NIs as instances of the Verilog module ``module_name``.
+
+    The caller provides that module: ``NetworkInterface(config)`` converted with
+    ``name=module_name`` (ports ``clk``, ``rst`` and the flattened signature members).
+    """
+    token = _NI_MODULE.set(module_name)
+    try:
+        yield
+    finally:
+        _NI_MODULE.reset(token)
+
+
+def _ni_instance(ni, module_name):
+    """An ``Instance`` of ``module_name`` wired to the port signals of ``ni``."""
+    ni._MustUse__used = True   # its logic is the instantiated module; do not warn it is unused
+    ports = {}
+    for path, member, value in ni.signature.flatten(ni):
+        prefix = "i_" if member.flow == In else "o_"
+        ports[prefix + "__".join(map(str, path))] = Value.cast(value)
+    return Instance(module_name, i_clk=ClockSignal("sync"), i_rst=ResetSignal("sync"), **ports)
+
+
+def port_map(topology):
+    """The links of ``topology`` as ``{(u, p): (v, q)}``: port p of node u sends to port q of v.
+
+    Port ``p`` of node ``u`` is the link to ``topology.neighbors(u)[p]``; ``q`` is the port of
+    ``v`` that leads back to ``u``.
+
+    Raises
+    ------
+    ValueError
+        If the topology is not a direct network (ring, mesh, torus) or a link is one-way.
+    """
+    if not getattr(topology, "is_direct", False):
+        raise ValueError(f"topology {getattr(topology, 'spec', topology)!r} is not a direct network "
+                         f"(ring, mesh, torus): the NI only talks to neighbours")
+    out = {}
+    for u in topology.nodes:
+        for p, v in enumerate(topology.neighbors(u)):
+            back = topology.neighbors(v)
+            if u not in back:
+                raise ValueError(f"topology {topology.spec!r}: link {u}->{v} has no return link")
+            out[(u, p)] = (v, back.index(u))
+    return out
+
+
+class Network(wiring.Component):
+    """All NIs of a direct network and their links.
+
+    Parameters
+    ----------
+    topology : golden_model.topology.Topology
+        Ring, mesh or torus; every node degree must be at most ``config.num_ports``.
+    config : NIConfig
+
+    Members
+    -------
+    start : ``In(1)``
+        Pulse: start every NI.
+    done : ``Out(1)``
+        Every NI is done.
+    error : ``Out(1)``
+        Some NI has an error.
+    cycles : ``Out(32)``
+        Cycles from the start pulse to the first cycle ``done`` reads 1 (counts while running).
+    host_cmd : ``In(stream.Signature(HostCmd)).array(N)``
+    host_rsp : ``Out(stream.Signature(HostRsp)).array(N)``
+    node_done, node_error : ``Out(1).array(N)``
+    node_step : ``Out(16).array(N)``
+
+    Attributes
+    ----------
+    nodes : list of NetworkInterface
+        ``nodes[u]`` is node u's NI.
+    links : dict
+        ``links[(u, p)]`` is the ``Link`` leaving port p of node u.
+
+    Raises
+    ------
+    ValueError
+        If the topology is not direct or a node has more neighbours than ``num_ports``.
+    """
+
+    def __init__(self, topology, config):
+        try:
+            if not isinstance(config, NIConfig):
+                raise ValueError(f"config must be an NIConfig, not {config!r}")
+            self._port_map = port_map(topology)
+            for u in topology.nodes:
+                if len(topology.neighbors(u)) > config.num_ports:
+                    raise ValueError(f"node {u} of {topology.spec} has "
+                                     f"{len(topology.neighbors(u))} neighbours, more than "
+                                     f"num_ports {config.num_ports}")
+        except ValueError:
+            self._MustUse__silence = True   # never built: no "created but never used" warning
+            raise
+        self._topology = topology
+        self._config = config
+        n, fw = topology.num_nodes, config.flit_width
+        #: The NIs, one per node (``nodes[u]``), and the links (``links[(u, p)]``: port p of u).
+        self.nodes = [NetworkInterface(config) for _ in topology.nodes]
+        self.links = {key: Link(config) for key in sorted(self._port_map)}
+        super().__init__({
+            "start": In(1),
+            "done": Out(1),
+            "error": Out(1),
+            "cycles": Out(32),
+            "host_cmd": In(stream.Signature(HostCmd(fw))).array(n),
+            "host_rsp": Out(stream.Signature(HostRsp(fw))).array(n),
+            "node_done": Out(1).array(n),
+            "node_error": Out(1).array(n),
+            "node_step": Out(16).array(n),
+        })
+
+    @property
+    def topology(self):
+        return self._topology
+
+    @property
+    def config(self):
+        return self._config
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        nis = self.nodes
+        ni_module = _NI_MODULE.get()
+        for u, ni in enumerate(nis):
+            m.submodules[f"ni{u}"] = ni if ni_module is None else _ni_instance(ni, ni_module)
+            wiring.connect(m, wiring.flipped(self.host_cmd[u]), ni.host_cmd)
+            wiring.connect(m, wiring.flipped(self.host_rsp[u]), ni.host_rsp)
+            m.d.comb += [
+                ni.start.eq(self.start),
+                self.node_done[u].eq(ni.done),
+                self.node_error[u].eq(ni.error),
+                self.node_step[u].eq(ni.step),
+            ]
+        used_rx = set()
+        for (u, p), (v, q) in sorted(self._port_map.items()):
+            link = self.links[(u, p)]
+            m.submodules[f"link_{u}p{p}_{v}p{q}"] = link
+            wiring.connect(m, nis[u].tx[p], link.flit_in)
+            wiring.connect(m, link.flit_out, nis[v].rx[q])
+            m.d.comb += [link.credit_in.eq(nis[v].rx_credit[q]),
+                         nis[u].tx_credit[p].eq(link.credit_out)]
+            used_rx.add((v, q))
+        for u in self._topology.nodes:   # tie off unused ports
+            for p in range(cfg.num_ports):
+                if (u, p) not in self._port_map:
+                    m.d.comb += nis[u].tx_credit[p].eq(0)
+                if (u, p) not in used_rx:
+                    m.d.comb += nis[u].rx[p].valid.eq(0)
+
+        done = nis[0].done
+        error = nis[0].error
+        for ni in nis[1:]:
+            done = done & ni.done
+            error = error | ni.error
+        running = Signal()
+        with m.If(self.start):
+            m.d.sync += [running.eq(1), self.cycles.eq(1)]
+        with m.Elif(running):
+            with m.If(done):
+                m.d.sync += running.eq(0)
+            with m.Else():
+                m.d.sync += self.cycles.eq(self.cycles + 1)
+        m.d.comb += [self.done.eq(done), self.error.eq(error)]
+        return m

@@ -1,0 +1,233 @@
+"""The MultiTree network interface (docs/hardware.md, "Network interface").
+
+Blocks: a buffer ``RAM`` of ``buffer_depth`` flits (read ports: P send engines, P reduction lanes
+transparent to the lane writes, the host; write ports: P lanes, the host), ``2P`` engine tables,
+P ``SendEngine`` and P ``ReceiveEngine``, a ``ReductionUnit``, ``max_chunks`` arrival counters
+(8 bits, a register array) and the host port.
+
+Run control: ``start`` (a pulse in cycle s) clears the arrival counters, ``done``, ``error`` and
+``cycles`` and starts every engine (each reads its first row in s); the NI runs from s+1 until
+every engine is done (cycle d: the last write is in its write stage), ``done`` is 1 from d until
+the next start and ``cycles`` = d-s (the cycles from the start pulse to the first cycle ``done``
+reads 1). Credits are not reset by ``start``. Commands are accepted only while not running and not in the start
+cycle; reads complete one per cycle under ``host_rsp`` back-pressure. Do not pulse ``start``
+while a ``host_rsp`` is still pending.
+"""
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .config import NIConfig
+from .flit import FlitStream
+from .host import HostCmd, HostRsp, TARGET_BUFFER, TARGET_TABLE
+from .ops import eq_const, select_word
+from .ram import RAM
+from .receive_engine import ArrivalTag, ReceiveEngine
+from .reduction import ReductionUnit
+from .schedule_table import ScheduleRow
+from .send_engine import SendEngine
+
+__all__ = ["NetworkInterface"]
+
+
+class NetworkInterface(wiring.Component):
+    """One node's network interface.
+
+    Parameters
+    ----------
+    config : NIConfig
+
+    Members
+    -------
+    tx : ``Out(FlitStream(flit_width)).array(num_ports)``
+        Flits to the outgoing link of each port.
+    tx_credit : ``In(1).array(num_ports)``
+        Credit pulses from the outgoing link of each port.
+    rx : ``In(FlitStream(flit_width)).array(num_ports)``
+        Flits from the incoming link of each port.
+    rx_credit : ``Out(1).array(num_ports)``
+        Credit pulses to the incoming link of each port.
+    host_cmd : ``In(stream.Signature(HostCmd))``
+    host_rsp : ``Out(stream.Signature(HostRsp))``
+    start : ``In(1)``
+    done : ``Out(1)``
+    error : ``Out(1)``
+        Sticky until the next start.
+    step : ``Out(16)``
+        Smallest step among the unfinished engines' current rows (registered; 0xFFFF when none).
+    cycles : ``Out(32)``
+    """
+
+    def __init__(self, config):
+        if not isinstance(config, NIConfig):
+            raise ValueError(f"config must be an NIConfig, not {config!r}")
+        self._config = config
+        p, fw = config.num_ports, config.flit_width
+        flit = FlitStream(fw)
+        super().__init__({
+            "tx": Out(flit).array(p),
+            "tx_credit": In(1).array(p),
+            "rx": In(flit).array(p),
+            "rx_credit": Out(1).array(p),
+            "host_cmd": In(stream.Signature(HostCmd(fw))),
+            "host_rsp": Out(stream.Signature(HostRsp(fw))),
+            "start": In(1),
+            "done": Out(1),
+            "error": Out(1),
+            "step": Out(16),
+            "cycles": Out(32),
+        })
+
+    @property
+    def config(self):
+        return self._config
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        p = cfg.num_ports
+        ne = cfg.num_engines
+        taw = cfg.table_addr_width
+
+        # --- blocks -------------------------------------------------------------------------
+        lane_ports = tuple(range(p))
+        m.submodules.buffer = buf = RAM(
+            shape=cfg.flit_width, depth=cfg.buffer_depth, num_write=p + 1,
+            transparency=[()] * p + [lane_ports] * p + [()])
+        host_rd, host_wr = buf.read[2 * p], buf.write[p]
+        tables = []
+        for e in range(ne):
+            t = RAM(shape=ScheduleRow, depth=cfg.table_depth, num_write=1, transparency=[()])
+            m.submodules[f"table{e}"] = t
+            tables.append(t)
+        m.submodules.reduction = red = ReductionUnit(cfg, ArrivalTag)
+        senders, receivers = [], []
+        for i in range(p):
+            s = SendEngine(cfg)
+            r = ReceiveEngine(cfg)
+            m.submodules[f"send{i}"] = s
+            m.submodules[f"recv{i}"] = r
+            senders.append(s)
+            receivers.append(r)
+            wiring.connect(m, wiring.flipped(self.tx[i]), s.flit_out)
+            wiring.connect(m, wiring.flipped(self.rx[i]), r.flit_in)
+            m.d.comb += [s.credit_in.eq(self.tx_credit[i]), self.rx_credit[i].eq(r.credit_out)]
+            wiring.connect(m, s.buf, buf.read[i])
+            wiring.connect(m, r.lane, red.lanes[i])
+            wiring.connect(m, red.mem_read[i], buf.read[p + i])
+            wiring.connect(m, red.mem_write[i], buf.write[i])
+        engines = senders + receivers
+
+        # --- run control --------------------------------------------------------------------
+        running = Signal()
+        done = Signal()
+        error = Signal()
+        cycles = Signal(32)
+        active = Signal()   # running or starting: the engines own their table ports
+        m.d.comb += active.eq(running | self.start)
+        all_done = Signal()
+        for eng in engines:
+            m.d.comb += eng.start.eq(self.start)
+        done_bits = [eng.done for eng in engines]
+        all_done_v = done_bits[0]
+        for d in done_bits[1:]:
+            all_done_v = all_done_v & d
+        m.d.comb += all_done.eq(all_done_v)
+        any_error = engines[0].error
+        for eng in engines[1:]:
+            any_error = any_error | eng.error
+        with m.If(self.start):
+            m.d.sync += [running.eq(1), done.eq(0), error.eq(0), cycles.eq(1)]
+        with m.Else():
+            with m.If(running):
+                m.d.sync += cycles.eq(cycles + 1)
+                with m.If(all_done):
+                    m.d.sync += [running.eq(0), done.eq(1)]
+            with m.If(any_error):
+                m.d.sync += error.eq(1)
+
+        # Smallest step among unfinished engines.
+        steps = []
+        for e, eng in enumerate(engines):
+            leaf = Signal(16, name=f"step_leaf{e}")
+            m.d.comb += leaf.eq(Mux(eng.done, 0xFFFF, eng.step))
+            steps.append(leaf)
+        level = 0
+        while len(steps) > 1:
+            nxt = []
+            for k, (a, b) in enumerate(zip(steps[0::2], steps[1::2])):
+                lo = Signal(16, name=f"step_min{level}_{k}")
+                m.d.comb += lo.eq(Mux(a < b, a, b))
+                nxt.append(lo)
+            if len(steps) % 2:
+                nxt.append(steps[-1])
+            steps = nxt
+            level += 1
+        step = Signal(16, init=0xFFFF)
+        m.d.sync += step.eq(steps[0])
+        m.d.comb += [self.done.eq(done | (running & all_done)), self.error.eq(error),
+                     self.cycles.eq(cycles), self.step.eq(step)]
+
+        # --- arrival counters ---------------------------------------------------------------
+        # Counter c is arrivals[8c : 8c+8] (wraps after 255 receives into one chunk; deps <= 255).
+        nc = cfg.max_chunks
+        arrivals = Signal(8 * nc)
+        hits = []
+        for i in range(p):
+            retire = red.retire[i]
+            hit = Signal(nc, name=f"arrival_hit{i}")
+            m.d.comb += hit.eq(Mux(retire.valid & retire.payload.last,
+                                   (Const(1, nc) << retire.payload.chunk)[:nc], 0))
+            hits.append(hit)
+        for c in range(nc):
+            count = arrivals[8 * c:8 * c + 8]
+            total = count
+            for hit in hits:
+                total = (total + hit[c])[:8]
+            m.d.sync += count.eq(Mux(self.start, 0, total))
+        for s in senders:
+            m.d.comb += s.dep_count.eq(select_word(arrivals, s.dep_chunk, 8, nc))
+
+        # --- host port ----------------------------------------------------------------------
+        cmd = self.host_cmd.payload
+        rsp_valid = Signal()
+        rsp_target = Signal()
+        rsp_engine = Signal(4)
+        stall = Signal()    # a response waits for host_rsp.ready
+        accept = Signal()
+        m.d.comb += [
+            stall.eq(rsp_valid & ~self.host_rsp.ready),
+            self.host_cmd.ready.eq(~active & ~stall),
+            accept.eq(self.host_cmd.valid & self.host_cmd.ready),
+            host_wr.en.eq(accept & cmd.write & (cmd.target == TARGET_BUFFER)),
+            host_wr.addr.eq(cmd.addr),
+            host_wr.data.eq(cmd.data),
+            host_rd.en.eq(~stall),
+            host_rd.addr.eq(cmd.addr),
+        ]
+        for e, (t, eng) in enumerate(zip(tables, engines)):
+            m.d.comb += [
+                t.write[0].en.eq(accept & cmd.write & (cmd.target == TARGET_TABLE)
+                                 & eq_const(cmd.engine, e)),
+                t.write[0].addr.eq(cmd.addr[:taw]),
+                t.write[0].data.eq(cmd.data[:ScheduleRow.as_shape().size]),
+                eng.table.data.eq(t.read[0].data),
+            ]
+            with m.If(active):
+                m.d.comb += [t.read[0].en.eq(eng.table.en), t.read[0].addr.eq(eng.table.addr)]
+            with m.Else():
+                m.d.comb += [t.read[0].en.eq(~stall), t.read[0].addr.eq(cmd.addr[:taw])]
+        with m.If(~stall):
+            m.d.sync += [rsp_valid.eq(accept & ~cmd.write), rsp_target.eq(cmd.target),
+                         rsp_engine.eq(cmd.engine)]
+        m.d.comb += [self.host_rsp.valid.eq(rsp_valid),
+                     self.host_rsp.payload.data.eq(host_rd.data)]
+        with m.If(rsp_target == TARGET_TABLE):
+            with m.Switch(rsp_engine):
+                for e, t in enumerate(tables):
+                    with m.Case(e):
+                        m.d.comb += self.host_rsp.payload.data.eq(t.read[0].data.as_value())
+                with m.Default():
+                    m.d.comb += self.host_rsp.payload.data.eq(0)
+        return m

@@ -1,0 +1,63 @@
+"""Comparisons and selections written so that the generated Verilog passes ``verilator -Wall``.
+
+Amaranth's netlist writes constants at their minimal width and ``x == 0`` as ``!x``, so
+``remaining == 1`` (20 bits) becomes ``remaining == 1'h1`` and Verilator reports WIDTHEXPAND; a
+variable ``word_select`` becomes a truncated shift (WIDTHTRUNC). These helpers express the same
+logic through XOR with a full-width constant (folded into bit inversions), reductions and
+multiplexer trees, which print width-exact. Use them instead of ``==``/``<`` with a constant.
+"""
+
+from amaranth.hdl import Cat, Const, Mux, Value
+
+__all__ = ["eq_const", "lt_const", "ge_const", "is_zero", "select_word"]
+
+
+def eq_const(value, k):
+    """``value == k`` for a non-negative integer ``k`` (1 bit)."""
+    value = Value.cast(value)
+    width = len(value)
+    if k < 0 or k >> width:
+        return Const(0, 1)
+    if width == 0:
+        return Const(1, 1)
+    return ~(value ^ Const(k, width)).any()
+
+
+def lt_const(value, k):
+    """``value < k`` for an unsigned ``value`` and an integer ``k`` (1 bit)."""
+    value = Value.cast(value)
+    width = len(value)
+    if k <= 0:
+        return Const(0, 1)
+    if k >= 1 << width:
+        return Const(1, 1)
+    # value < k iff for some bit i with k_i = 1: value_i = 0 and the bits above i are equal.
+    terms = [~value[i] & eq_const(value[i + 1:], k >> (i + 1))
+             for i in range(width) if k >> i & 1]
+    return Cat(*terms).any()
+
+
+def ge_const(value, k):
+    """``value >= k`` (1 bit)."""
+    return ~lt_const(value, k)
+
+
+def is_zero(value):
+    """``value == 0`` (1 bit)."""
+    return ~Value.cast(value).any()
+
+
+def select_word(vector, index, width, count):
+    """Word ``index`` of the ``count`` ``width``-bit words packed in ``vector`` (word 0 lowest);
+    0 when ``index >= count``. A multiplexer tree on the bits of ``index``."""
+    vector, index = Value.cast(vector), Value.cast(index)
+    words = [vector[i * width:(i + 1) * width] for i in range(count)]
+    level = 0
+    while len(words) > 1:
+        if len(words) % 2:
+            words.append(Const(0, width))
+        words = [Mux(index[level], hi, lo) for lo, hi in zip(words[0::2], words[1::2])]
+        level += 1
+    if level < len(index):
+        return Mux(index[level:].any(), Const(0, width), words[0])
+    return words[0]

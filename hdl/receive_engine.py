@@ -1,0 +1,180 @@
+"""The receive engine of one port: receive FIFO, head check, hand-off to a reduction lane.
+
+Flits from the link go into a ``SyncFIFO`` of ``rx_buffer_depth`` flits (a flit arriving at a full
+FIFO is an error). The engine pops one flit per cycle: a head is checked against the row on
+``table.data`` (kind, flow, step, chunk, op, flits; a mismatch is an error, the engine carries on
+with the row's values), then payload flit i goes to the reduction lane with address ``addr + i``
+and the row's op, tagged ``last`` on the tail so the NI counts the arrival when its write retires.
+Rows are prefetched as in the send engine (the next row is on ``table.data`` one cycle after a
+head is popped; a message has at least two flits), so heads cost no extra cycle. The credit
+return (``CreditReturn``) sees every pop.
+
+Latency: a flit on ``flit_in`` in cycle t is popped in t+1 (if the engine is not behind) and
+written by the reduction unit in t+2; the arrival of a message is counted at the end of the tail's
+write cycle, so a dependent send can issue its head in t+3 after the tail reached ``flit_in``
+(on its link in t+4). After the last message, ``done`` is 1 in t+2.
+"""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .config import NIConfig
+from .credit import CreditReturn
+from .flit import Flit, FlitKind, FlitStream, HeadInfo
+from .ops import eq_const, ge_const, is_zero
+from .reduction import LaneRequest
+from .schedule_table import ScheduleRow
+
+__all__ = ["ReceiveEngine", "ArrivalTag"]
+
+
+class ArrivalTag(data.Struct):
+    """Tag of a lane request: the tail flit of a message into ``chunk``."""
+    last: 1
+    chunk: 8
+
+
+class ReceiveEngine(wiring.Component):
+    """Receive engine of one port.
+
+    Parameters
+    ----------
+    config : NIConfig
+
+    Members
+    -------
+    start : ``In(1)``
+        Pulse: restart from row 0.
+    table : ``In(ReadPort.Signature(table_addr_width, ScheduleRow))``
+    flit_in : ``In(FlitStream(flit_width))``
+        From the link.
+    credit_out : ``Out(1)``
+        Credit pulses to the link.
+    lane : ``Out(stream.Signature(LaneRequest(config, ArrivalTag), always_ready=True))``
+        To this port's reduction lane.
+    done : ``Out(1)``
+        Nothing left: no message in progress and the table exhausted (high after reset). The
+        tail's write is then in the reduction unit's write stage, which completes at the end of
+        this very cycle, so the buffer is final from the next cycle on.
+    step : ``Out(16)``
+        Step of the message being received or awaited.
+    error : ``Out(1)``
+        Pulse: receive FIFO overflow, a flit that does not match the table (kind or head
+        fields), a flit after the table ended or before start, or a row whose chunk is not
+        below ``max_chunks`` or whose message has no payload.
+    """
+
+    def __init__(self, config):
+        if not isinstance(config, NIConfig):
+            raise ValueError(f"config must be an NIConfig, not {config!r}")
+        self._config = config
+        flit = Flit(config.flit_width)
+        super().__init__({
+            "start": In(1),
+            "table": In(memory.ReadPort.Signature(addr_width=config.table_addr_width,
+                                                  shape=ScheduleRow)),
+            "flit_in": In(FlitStream(config.flit_width)),
+            "credit_out": Out(1),
+            "lane": Out(stream.Signature(LaneRequest(config, ArrivalTag), always_ready=True)),
+            "done": Out(1),
+            "step": Out(16),
+            "error": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        depth = cfg.table_depth
+        flit_layout = Flit(cfg.flit_width)
+        m.submodules.fifo = rx = fifo.SyncFIFO(width=flit_layout.size, depth=cfg.rx_buffer_depth)
+        m.submodules.credit = ret = CreditReturn(cfg)
+        overflow = Signal()
+        m.d.comb += [
+            rx.w_stream.valid.eq(self.flit_in.valid),
+            rx.w_stream.payload.eq(self.flit_in.payload),
+            overflow.eq(self.flit_in.valid & ~rx.w_stream.ready),
+        ]
+
+        active = Signal()
+        idx = Signal(range(depth + 1))
+        in_msg = Signal()
+        remaining = Signal(20)
+        addr = Signal(20)
+        op = Signal.like(self.lane.payload.op)
+        chunk = Signal(8)
+        cur_step = Signal(16)
+
+        row = self.table.data
+        row_valid = Signal()
+        m.d.comb += row_valid.eq(active & row.valid & ~eq_const(idx, depth))
+        flit = flit_layout(rx.r_stream.payload)
+        head = HeadInfo(flit.payload[:HeadInfo.as_shape().size])
+        have = rx.r_stream.valid
+        take_head = Signal()
+        take_body = Signal()
+        drop = Signal()
+        m.d.comb += [
+            take_head.eq(have & ~in_msg & row_valid),
+            take_body.eq(have & in_msg),
+            drop.eq(have & ~in_msg & ~row_valid),
+            rx.r_stream.ready.eq(take_head | take_body | drop),
+            ret.pop.eq(rx.r_stream.valid & rx.r_stream.ready),
+            ret.kind.eq(flit.kind),
+            self.credit_out.eq(ret.credit),
+        ]
+
+        head_bad = Signal()
+        m.d.comb += head_bad.eq(~eq_const(flit.kind.as_value(), FlitKind.HEAD.value)
+                                | (head.flow != row.flow)
+                                | (head.step != row.step) | (head.chunk != row.chunk)
+                                | (head.op != row.op) | (head.flits != row.flits))
+        last = Signal()     # the next payload flit is the tail
+        m.d.comb += last.eq(eq_const(remaining, 1))
+        body_kind = Mux(last, FlitKind.TAIL.value, FlitKind.BODY.value)
+        row_bad = row_valid & (ge_const(row.chunk, cfg.max_chunks) | is_zero(row.flits))
+        m.d.comb += self.error.eq(overflow | drop | row_bad | (take_head & head_bad)
+                                  | (take_body & (flit.kind.as_value() != body_kind)))
+
+        idx_next = Signal(range(depth + 1))
+        m.d.comb += [
+            idx_next.eq(Mux(self.start, 0, idx + take_head)),
+            self.table.en.eq(1),
+            self.table.addr.eq(Mux(eq_const(idx_next, depth), 0, idx_next)),
+        ]
+        m.d.sync += idx.eq(idx_next)
+
+        with m.If(take_head):
+            m.d.sync += [
+                in_msg.eq(row.flits.any()),
+                remaining.eq(row.flits),
+                addr.eq(row.addr),
+                op.eq(row.op),
+                chunk.eq(row.chunk),
+                cur_step.eq(row.step),
+            ]
+        with m.If(take_body):
+            m.d.sync += [remaining.eq(remaining - 1), addr.eq(addr + 1)]
+            with m.If(last):
+                m.d.sync += in_msg.eq(0)
+
+        lane = self.lane.payload
+        m.d.comb += [
+            self.lane.valid.eq(take_body),
+            lane.addr.eq(addr),
+            lane.data.eq(flit.payload),
+            lane.op.eq(op),
+            lane.tag.last.eq(last),
+            lane.tag.chunk.eq(chunk),
+        ]
+
+        with m.If(self.start):
+            m.d.sync += [active.eq(1), in_msg.eq(0)]
+        with m.Elif(active & ~in_msg & ~row_valid):
+            m.d.sync += active.eq(0)
+
+        m.d.comb += [
+            self.done.eq(~in_msg & ~row_valid),
+            self.step.eq(Mux(in_msg, cur_step, row.step)),
+        ]
+        return m

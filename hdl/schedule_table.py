@@ -1,0 +1,115 @@
+"""Schedule-table rows of the NI engines (docs/hardware.md, "Schedule table").
+
+Each NI has ``2 * num_ports`` engine tables: send engines ``0 .. P-1`` then receive engines
+``P .. 2P-1`` (``engine_index``). A row is a ``ScheduleRow``; an engine stops at the first row
+with ``valid = 0`` (tables are zero after reset, so a loader writes a terminating zero row after
+the last one when it reloads a shorter program). ``pack_row`` turns a
+``golden_model.lowering.TableRow`` into the word the host writes.
+"""
+
+from amaranth.lib import data
+
+from golden_model.lowering import Direction
+
+from .flit import Op
+
+__all__ = ["ScheduleRow", "pack_row", "unpack_row", "engine_index"]
+
+
+class ScheduleRow(data.Struct):
+    """One row of an engine table (82 bits, ``valid`` in bit 0).
+
+    Members
+    -------
+    valid : unsigned(1)
+        0 ends the table.
+    step : unsigned(16)
+    op : Op
+    flow : unsigned(8)
+    chunk : unsigned(8)
+    addr : unsigned(20)
+        Buffer flit address of the chunk's first flit.
+    flits : unsigned(20)
+        Payload flits of the message.
+    deps : unsigned(8)
+        SEND: receives into ``chunk`` that must have completed; RECV: 0.
+    """
+    valid: 1
+    step: 16
+    op: Op
+    flow: 8
+    chunk: 8
+    addr: 20
+    flits: 20
+    deps: 8
+
+
+_LAYOUT = ScheduleRow.as_shape()
+
+
+def pack_row(row):
+    """The table word of ``row`` (``valid = 1``).
+
+    Parameters
+    ----------
+    row : golden_model.lowering.TableRow
+
+    Returns
+    -------
+    int
+        ``ScheduleRow`` bits, ``valid`` in bit 0.
+
+    Raises
+    ------
+    ValueError
+        If a field does not fit its width (the message names the field and the value).
+    """
+    values = {"valid": 1, "step": row.step, "op": Op[row.op.name].value, "flow": row.flow,
+              "chunk": row.chunk, "addr": row.addr, "flits": row.flits, "deps": row.deps}
+    word = 0
+    for name, field in _LAYOUT:
+        width = field.width
+        value = int(values[name])
+        if not 0 <= value < (1 << width):
+            raise ValueError(f"schedule-table field {name} = {value!r} does not fit in "
+                             f"{width} bits (row {row!r})")
+        word |= value << field.offset
+    return word
+
+
+def unpack_row(word):
+    """The fields of a table word as a dict (``op`` as ``hdl.flit.Op``); for tests and dumps."""
+    out = {}
+    for name, field in _LAYOUT:
+        out[name] = (int(word) >> field.offset) & ((1 << field.width) - 1)
+    out["op"] = Op(out["op"])
+    return out
+
+
+def engine_index(direction, port, num_ports):
+    """Engine (table) number of a port's send or receive engine.
+
+    Parameters
+    ----------
+    direction : golden_model.lowering.Direction
+    port : int
+        ``0 <= port < num_ports``.
+    num_ports : int
+
+    Returns
+    -------
+    int
+        ``port`` for SEND, ``num_ports + port`` for RECV.
+
+    Raises
+    ------
+    ValueError
+        If ``port`` is out of range or ``direction`` is not a ``Direction``.
+    """
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < num_ports:
+        raise ValueError(f"port must be an integer in 0..{num_ports - 1}, not {port!r}")
+    if direction is Direction.SEND:
+        return port
+    if direction is Direction.RECV:
+        return num_ports + port
+    raise ValueError(f"direction must be Direction.SEND or Direction.RECV, not {direction!r}")

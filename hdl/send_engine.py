@@ -1,0 +1,167 @@
+"""The send engine of one port: walks its table and streams messages onto the link.
+
+Pipeline (one flit per cycle when credits allow):
+
+* issue stage, cycle t: the engine decides to send a flit and takes its credit. A head needs the
+  row in hand (``table.data``), ``dep_count >= row.deps`` (arrivals of ``row.chunk``) and a credit;
+  a payload flit needs only its credit and puts its buffer address on ``buf``.
+* output stage, cycle t+1: ``flit_out`` carries the flit (the head from a register, payload
+  straight from the buffer read port).
+
+Rows are prefetched: when a head issues in cycle t, the table read of the next row is issued in
+the same cycle, so the next row is on ``table.data`` from t+1. A message has at least one payload
+flit, so the next head can issue right after the current tail: **no idle cycle between messages**
+when the next row's dependencies are met and a credit is there. After ``start`` (cycle s) the
+first row is read in cycle s and the first head can issue in s+1 (on the link input in s+2).
+"""
+
+from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from .config import NIConfig
+from .credit import CreditCounter
+from .ops import eq_const, ge_const, is_zero
+from .flit import FlitKind, FlitStream, HeadInfo
+from .schedule_table import ScheduleRow
+
+__all__ = ["SendEngine"]
+
+
+class SendEngine(wiring.Component):
+    """Send engine of one port.
+
+    Parameters
+    ----------
+    config : NIConfig
+
+    Members
+    -------
+    start : ``In(1)``
+        Pulse: restart from row 0 (the NI's start).
+    table : ``In(ReadPort.Signature(table_addr_width, ScheduleRow))``
+        The engine's table (driven while running).
+    buf : ``In(ReadPort.Signature(buffer_addr_width, flit_width))``
+        A buffer read port (not transparent).
+    dep_chunk : ``Out(8)``
+        The chunk of the row waiting to be sent.
+    dep_count : ``In(8)``
+        Completed receives into ``dep_chunk`` (combinational answer from the NI).
+    flit_out : ``Out(FlitStream(flit_width))``
+        To the link.
+    credit_in : ``In(1)``
+        Credit pulses from the link.
+    done : ``Out(1)``
+        Not running: the table is exhausted and the last flit has left (high after reset).
+    step : ``Out(16)``
+        Step of the row being sent or waited for.
+    error : ``Out(1)``
+        Pulse: the row's chunk is not below ``max_chunks`` (its dependency cannot be counted).
+    """
+
+    def __init__(self, config):
+        if not isinstance(config, NIConfig):
+            raise ValueError(f"config must be an NIConfig, not {config!r}")
+        self._config = config
+        super().__init__({
+            "start": In(1),
+            "table": In(memory.ReadPort.Signature(addr_width=config.table_addr_width,
+                                                  shape=ScheduleRow)),
+            "buf": In(memory.ReadPort.Signature(addr_width=config.buffer_addr_width,
+                                                shape=unsigned(config.flit_width))),
+            "dep_chunk": Out(8),
+            "dep_count": In(8),
+            "flit_out": Out(FlitStream(config.flit_width)),
+            "credit_in": In(1),
+            "done": Out(1),
+            "step": Out(16),
+            "error": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        depth = cfg.table_depth
+        m.submodules.credit_counter = credits = CreditCounter(cfg)
+        m.d.comb += credits.credit_in.eq(self.credit_in)
+
+        active = Signal()                 # running (between start and the end of the table)
+        idx = Signal(range(depth + 1))    # row on table.data
+        in_msg = Signal()                 # sending payload flits
+        remaining = Signal(20)            # payload flits still to issue
+        addr = Signal(20)                 # buffer address of the next payload flit
+        cur_step = Signal(16)
+        out_valid = Signal()
+        out_kind = Signal(FlitKind)
+        out_is_head = Signal()
+        out_head = Signal(HeadInfo)
+
+        row = self.table.data
+        row_valid = Signal()
+        deps_ok = Signal()
+        last = Signal()     # the next payload flit is the tail
+        m.d.comb += [
+            last.eq(eq_const(remaining, 1)),
+            row_valid.eq(active & row.valid & ~eq_const(idx, depth)),
+            deps_ok.eq(self.dep_count >= row.deps),
+        ]
+        head_go = Signal()
+        body_go = Signal()
+        m.d.comb += [
+            self.dep_chunk.eq(row.chunk),
+            credits.head.eq(~in_msg),
+            head_go.eq(~in_msg & row_valid & deps_ok & credits.ready),
+            body_go.eq(in_msg & credits.ready),
+            credits.send.eq(head_go | body_go),
+            self.error.eq(row_valid & ge_const(row.chunk, cfg.max_chunks)),
+        ]
+
+        # Table read: row 0 on start, else the row after the one on table.data once it issues.
+        idx_next = Signal(range(depth + 1))
+        m.d.comb += [
+            idx_next.eq(Mux(self.start, 0, idx + head_go)),
+            self.table.en.eq(1),
+            self.table.addr.eq(Mux(eq_const(idx_next, depth), 0, idx_next)),
+            self.buf.en.eq(1),
+            self.buf.addr.eq(addr),
+        ]
+        m.d.sync += idx.eq(idx_next)
+
+        m.d.sync += out_valid.eq(head_go | body_go)
+        with m.If(head_go):
+            m.d.sync += [
+                in_msg.eq(row.flits.any()),
+                remaining.eq(row.flits),
+                addr.eq(row.addr),
+                cur_step.eq(row.step),
+                out_is_head.eq(1),
+                out_kind.eq(Mux(is_zero(row.flits), FlitKind.HEAD_TAIL, FlitKind.HEAD)),
+                out_head.flow.eq(row.flow),
+                out_head.step.eq(row.step),
+                out_head.chunk.eq(row.chunk),
+                out_head.op.eq(row.op),
+                out_head.flits.eq(row.flits),
+            ]
+        with m.If(body_go):
+            m.d.sync += [
+                remaining.eq(remaining - 1),
+                addr.eq(addr + 1),
+                out_is_head.eq(0),
+                out_kind.eq(Mux(last, FlitKind.TAIL, FlitKind.BODY)),
+            ]
+            with m.If(last):
+                m.d.sync += in_msg.eq(0)
+
+        with m.If(self.start):
+            m.d.sync += [active.eq(1), in_msg.eq(0)]
+        with m.Elif(active & ~in_msg & ~row_valid):
+            m.d.sync += active.eq(0)
+
+        m.d.comb += [
+            self.flit_out.valid.eq(out_valid),
+            self.flit_out.payload.kind.eq(out_kind),
+            self.flit_out.payload.payload.eq(Mux(out_is_head, out_head.as_value(), self.buf.data)),
+            self.done.eq(~active & ~out_valid),
+            self.step.eq(Mux(in_msg, cur_step, row.step)),
+        ]
+        return m

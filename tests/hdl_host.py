@@ -1,0 +1,148 @@
+"""amaranth.sim host helpers for the hdl tests: load, start, wait for done, read back.
+
+The command words come from ``hdl.host`` (plain Python, shared with the cocotb host players);
+this module only drives them through the ``host_cmd`` / ``host_rsp`` streams of a simulated
+``Network`` (every node in parallel, with optional random valid gaps and ready back-pressure).
+"""
+
+import random
+
+import numpy as np
+from amaranth.sim import Simulator
+
+from golden_model import executor
+from golden_model.lowering import lower
+from hdl.generate import network_config_for
+from hdl.host import flit_elements, load_commands, read_commands
+from hdl.network import Network
+
+__all__ = ["stream_commands", "wait_done", "simulate_allreduce", "StallError"]
+
+
+class StallError(AssertionError):
+    """The network did not finish within the cycle limit."""
+
+
+async def stream_commands(ctx, net, commands, *, rng=None, gap=0.0, backpressure=0.0):
+    """Send ``commands[u]`` (HostCmd words) to node u's ``host_cmd``, all nodes at once.
+
+    Parameters
+    ----------
+    ctx : amaranth.sim testbench context
+    net : Network
+    commands : list of list of int
+    rng : random.Random, optional
+    gap, backpressure : float
+        Probability of an idle cycle on ``host_cmd.valid`` and of ``host_rsp.ready`` low.
+
+    Returns
+    -------
+    list of list of int
+        Node u's ``host_rsp`` data words, in order.
+    """
+    rng = rng or random.Random(0)
+    n = len(commands)
+    pos = [0] * n
+    expect = [sum(1 for w in cmds if not w & 1) for cmds in commands]
+    rsps = [[] for _ in range(n)]
+    while any(pos[u] < len(commands[u]) for u in range(n)) or any(
+            len(rsps[u]) < expect[u] for u in range(n)):
+        offered = [False] * n
+        for u in range(n):
+            cmd = net.host_cmd[u]
+            if pos[u] < len(commands[u]) and rng.random() >= gap:
+                ctx.set(cmd.valid, 1)
+                ctx.set(cmd.payload.as_value(), commands[u][pos[u]])
+                offered[u] = True
+            else:
+                ctx.set(cmd.valid, 0)
+            ctx.set(net.host_rsp[u].ready, int(rng.random() >= backpressure))
+        accepted = [offered[u] and ctx.get(net.host_cmd[u].ready) for u in range(n)]
+        got = [ctx.get(net.host_rsp[u].valid) and ctx.get(net.host_rsp[u].ready)
+               for u in range(n)]
+        data = [ctx.get(net.host_rsp[u].payload.data) if got[u] else None for u in range(n)]
+        await ctx.tick()
+        for u in range(n):
+            if accepted[u]:
+                pos[u] += 1
+            if got[u]:
+                rsps[u].append(data[u])
+    for u in range(n):
+        ctx.set(net.host_cmd[u].valid, 0)
+        ctx.set(net.host_rsp[u].ready, 0)
+    return rsps
+
+
+async def wait_done(ctx, net, max_cycles):
+    """Pulse ``start`` and wait for ``done``; return the ``cycles`` output.
+
+    Raises
+    ------
+    StallError
+        'deadlock or stall at step S on node N' (the unfinished node with the smallest
+        ``node_step``) when ``done`` does not come within ``max_cycles`` cycles.
+    AssertionError
+        If ``error`` is raised (naming the nodes).
+    """
+    ctx.set(net.start, 1)
+    await ctx.tick()
+    ctx.set(net.start, 0)
+    for _ in range(max_cycles):
+        if ctx.get(net.done):
+            break
+        await ctx.tick()
+    else:
+        pending = [(ctx.get(net.node_step[u]), u) for u in range(len(net.node_done))
+                   if not ctx.get(net.node_done[u])]
+        step, node = min(pending)
+        raise StallError(f"deadlock or stall at step {step} on node {node} "
+                         f"(after {max_cycles} cycles; unfinished nodes "
+                         f"{sorted(u for _, u in pending)})")
+    if ctx.get(net.error):
+        bad = [u for u in range(len(net.node_error)) if ctx.get(net.node_error[u])]
+        raise AssertionError(f"error raised by nodes {bad}")
+    return ctx.get(net.cycles)
+
+
+def simulate_allreduce(topology, schedule, *, seed=0, max_cycles=5000, gap=0.0,
+                       backpressure=0.0, vcd=None, **config_overrides):
+    """Run ``schedule`` on a simulated ``Network`` and check it against the golden executor.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray, int, NIConfig)
+        Hardware result (N, D) int32, executor result, RTL cycles, the configuration.
+    """
+    lowered = lower(schedule, elements_per_flit=config_overrides.get("elems_per_flit", 4))
+    config = network_config_for(lowered, **config_overrides)
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(np.int32)
+    vectors = rng.integers(info.min, info.max, size=(schedule.num_nodes, schedule.num_elements),
+                           dtype=np.int64, endpoint=True).astype(np.int32)
+    # Make wrap-around certain: large values of one sign.
+    vectors[:, ::3] = info.max - rng.integers(0, 8, size=vectors[:, ::3].shape)
+    packed = lowered.pack(vectors)
+    net = Network(topology, config)
+    loads = [load_commands(config, lowered, u, packed[u]) for u in range(schedule.num_nodes)]
+    reads = [read_commands(config, lowered.buffer_flits) for _ in range(schedule.num_nodes)]
+    out = {}
+
+    async def bench(ctx):
+        prng = random.Random(seed)
+        await stream_commands(ctx, net, loads, rng=prng, gap=gap, backpressure=backpressure)
+        out["cycles"] = await wait_done(ctx, net, max_cycles)
+        rsps = await stream_commands(ctx, net, reads, rng=prng, gap=gap,
+                                     backpressure=backpressure)
+        out["flits"] = np.array([[flit_elements(config, w) for w in node] for node in rsps])
+
+    sim = Simulator(net)
+    sim.add_clock(1e-9)
+    sim.add_testbench(bench)
+    if vcd:
+        with sim.write_vcd(vcd):
+            sim.run()
+    else:
+        sim.run()
+    result = lowered.unpack(out["flits"])
+    expected = executor.execute(schedule, vectors)
+    return result, expected, out["cycles"], config
