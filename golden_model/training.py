@@ -33,6 +33,10 @@ With ``overlap=False`` every bucket is ready only when the whole backward pass h
 simulator (``farabimahmud/accelerator``, ``src/simulate.py``: training cycles, then all-reduce
 cycles), kept for comparison with the paper.
 
+Steps 1-2 (``compute_profile``, ``ComputeProfile.ready``) and step 5 (``iteration_seconds``) are
+functions of their own so that other communication models reuse them with their own timelines
+(``golden_model.coarse.dual``: two streams, GPU ring and memory-device proxies).
+
 Ignored: the optimiser's weight update after the all-reduce, the next iteration's forward pass
 starting on layers whose parameters are already reduced, and everything the accelerator model
 ignores (see ``accelerator``).
@@ -56,8 +60,9 @@ from .errors import ConfigError
 from .timing import TimingParams, simulate
 from .topology import parse_topology
 
-__all__ = ["DEFAULT_BUCKET_BYTES", "Bucket", "TrainingOptions", "make_buckets",
-           "allreduce_cycles", "allreduce_timeline", "cached_topology", "train"]
+__all__ = ["DEFAULT_BUCKET_BYTES", "Bucket", "TrainingOptions", "ComputeProfile", "make_buckets",
+           "allreduce_cycles", "allreduce_timeline", "cached_topology", "compute_profile",
+           "iteration_seconds", "train"]
 
 DEFAULT_BUCKET_BYTES = 25 << 20     # PyTorch DDP's bucket_cap_mb = 25
 
@@ -222,6 +227,58 @@ class TrainingOptions:
     timing: TimingParams = field(default_factory=TimingParams)
 
 
+@dataclass(frozen=True)
+class ComputeProfile:
+    """One node's compute in one iteration (steps 1 and 2 of the module docstring), in seconds.
+
+    The hook other communication models (``golden_model.coarse``) share with ``train``: they
+    supply their own communication timeline and use ``ready`` and ``iteration_seconds``.
+
+    Attributes
+    ----------
+    forward, backward : float
+        Seconds of the forward and of the backward pass (F and B).
+    layer_done : numpy.ndarray of float
+        Seconds from the start of the iteration at which each layer's backward step ends.
+    mini_batch, samples_per_vault : int
+    """
+    forward: float
+    backward: float
+    layer_done: np.ndarray
+    mini_batch: int
+    samples_per_vault: int
+
+    def ready(self, layer, overlap=True):
+        """Seconds at which ``layer``'s gradients can be communicated: the end of its backward
+        step, or the end of the backward pass when ``overlap`` is False."""
+        return float(self.layer_done[layer]) if overlap else self.forward + self.backward
+
+
+def compute_profile(model, options=TrainingOptions()):
+    """The ``ComputeProfile`` of ``model`` with ``options``' accelerator and mini-batch.
+
+    Raises
+    ------
+    ConfigError
+        If the mini-batch is not a whole number from 1 to ``MAX_MINI_BATCH``.
+    """
+    mini_batch = check_mini_batch(model.default_mini_batch if options.mini_batch is None
+                                  else options.mini_batch)
+    times = options.accelerator.layer_times(model, mini_batch)
+    fwd = float(times.forward.sum())
+    # End of layer i's backward step, from the start of the iteration.
+    done = fwd + np.cumsum(times.backward[::-1])[::-1]
+    return ComputeProfile(fwd, float(times.backward.sum()), done, mini_batch,
+                          times.samples_per_vault)
+
+
+def iteration_seconds(profile, ends):
+    """Step 5 of the module docstring: ``F + max(B, last communication end - F)`` seconds
+    (``F + B`` when ``ends`` is empty)."""
+    last = max((float(e) for e in ends), default=-np.inf)
+    return profile.forward + max(profile.backward, last - profile.forward)
+
+
 def _ms(seconds):
     return float(seconds) * 1e3
 
@@ -257,16 +314,11 @@ def train(model, topology, algorithms=None, options=TrainingOptions(), on_skip=N
         On a bad mini-batch or bucket size, an unknown algorithm, or a named algorithm that
         cannot run on the topology.
     """
-    mini_batch = check_mini_batch(model.default_mini_batch if options.mini_batch is None
-                                  else options.mini_batch)
+    profile = compute_profile(model, options)
     element_bytes = options.timing.element_bytes
     buckets = make_buckets(model, options.bucket_bytes, element_bytes)
-    times = options.accelerator.layer_times(model, mini_batch)
-    fwd = float(times.forward.sum())
-    bwd = float(times.backward.sum())
-    # End of layer i's backward step, from the start of the iteration.
-    done = fwd + np.cumsum(times.backward[::-1])[::-1]
-    ready = np.array([done[b.ready_layer] if options.overlap else fwd + bwd for b in buckets])
+    fwd, bwd = profile.forward, profile.backward
+    ready = np.array([profile.ready(b.ready_layer, options.overlap) for b in buckets])
     freq = options.timing.frequency_ghz * 1e9
 
     explicit = algorithms is not None
@@ -289,7 +341,7 @@ def train(model, topology, algorithms=None, options=TrainingOptions(), on_skip=N
             continue
         durations = np.array(cycles, dtype=float) / freq
         starts, ends = allreduce_timeline(ready, durations)
-        iteration = fwd + max(bwd, float(ends[-1]) - fwd) if len(ends) else fwd + bwd
+        iteration = iteration_seconds(profile, ends)
         evaluated[name] = (iteration, float(durations.sum()), starts, ends)
 
     ring_iter, ring_comm = evaluated["ring"][:2]
@@ -312,8 +364,8 @@ def train(model, topology, algorithms=None, options=TrainingOptions(), on_skip=N
     return {
         "model": model.name, "title": model.title, "topology": topology.spec,
         "nodes": topology.num_nodes, "parameters": model.params,
-        "gradient_bytes": model.params * element_bytes, "mini_batch": mini_batch,
-        "samples_per_vault": times.samples_per_vault, "bucket_bytes": options.bucket_bytes,
+        "gradient_bytes": model.params * element_bytes, "mini_batch": profile.mini_batch,
+        "samples_per_vault": profile.samples_per_vault, "bucket_bytes": options.bucket_bytes,
         "overlap": options.overlap, "forward_ms": _ms(fwd), "backward_ms": _ms(bwd),
         "compute_ms": _ms(compute),
         "buckets": [{"elements": b.elements, "bytes": b.elements * element_bytes,

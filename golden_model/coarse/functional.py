@@ -1,0 +1,149 @@
+"""Functional model: the gradients every worker holds after a COARSE synchronisation.
+
+The three tiers of references.md (COARSE section, line 63-68), for each tensor and shard of the
+clients' routing tables:
+
+1. *Clients push*: client ``w`` writes its copy of the shard into its own queue at the proxy on
+   the shard's device (one queue per client at each proxy, line 77-78).
+2. *Near-memory reduction*: the device's sync core adds the copies in its queues in client
+   order (``((g_a + g_b) + g_c) + ...``, each add in the gradients' dtype; a device that
+   received no copy contributes zeros). Then the sync cores of the M devices all-reduce these
+   partial sums around their ring in the shard's direction: the golden model's ring all-reduce
+   (``algorithms.ring`` on ``ring:M``, run by ``executor.execute``), clockwise over devices
+   ``0, 1, .., M-1`` or counter-clockwise over ``0, M-1, .., 1``. So the ring of the executor
+   fixes the summation order: chunk ``c`` of the shard (``schedule.chunk_bounds(n, M)``) is
+   ``P[c+M-1] + (... + (P[c+1] + P[c]))`` over ring positions mod M. The result is kept in the
+   device's *parameter storage*.
+3. *Clients pull*: each client's proxy caches the reduced shard (its *parameter cache*) and the
+   client reads it from there into its gradient buffer.
+
+Tensors synchronised directly between GPUs (the first m layers of dual synchronisation) are
+all-reduced by the ring schedule on ``ring:W`` through ``executor.execute``.
+
+Every worker ends with the same bits: each shard is reduced once, on the devices, and copied.
+int32 adds wrap around (as the executor's and the hardware's).
+"""
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..algorithms import build_schedule
+from ..errors import ConfigError
+from ..executor import SUPPORTED_DTYPES, execute
+from ..training import cached_topology
+
+__all__ = ["SyncResult", "synchronise", "ring_order"]
+
+
+@functools.lru_cache(maxsize=256)
+def _ring_schedule(nodes, elements):
+    return build_schedule("ring", cached_topology(f"ring:{nodes}", 16.0, 0), elements)
+
+
+def ring_order(devices, direction):
+    """Device ids in ring order: ``0, 1, .., M-1`` for +1, ``0, M-1, .., 1`` for -1."""
+    return list(range(devices)) if direction > 0 else [0, *range(devices - 1, 0, -1)]
+
+
+@dataclass
+class SyncResult:
+    """What a synchronisation leaves behind.
+
+    Attributes
+    ----------
+    gradients : dict
+        ``{layer: (W, n) array}``: every worker's reduced gradients.
+    storage : list of dict
+        Per device, its parameter storage: ``{(layer, shard start): reduced values}``.
+    caches : list of dict
+        Per worker, its proxies' parameter cache: ``{(layer, shard start): values}``.
+    """
+    gradients: dict
+    storage: list
+    caches: list
+
+
+def _check(config, tables, gradients, direct):
+    if len(tables) != config.workers:
+        raise ConfigError(f"need one routing table per worker ({config.workers}), "
+                          f"not {len(tables)}")
+    layers = [r.layer for r in tables[0]]
+    for table in tables:
+        if [r.layer for r in table] != layers:
+            raise ConfigError("every worker's routing table must list the same tensors")
+    missing = (set(layers) | set(direct)) - set(gradients)
+    if missing:
+        raise ConfigError(f"no gradients for layers {sorted(missing)}")
+    sizes = {r.layer: r.elements for r in tables[0]}
+    for layer, g in gradients.items():
+        g = np.asarray(g)
+        if g.dtype not in SUPPORTED_DTYPES:
+            raise ConfigError(f"layer {layer}: dtype {g.dtype} not supported: use int32, "
+                              f"float32 or float64")
+        want = (config.workers, sizes[layer] if layer in sizes else g.shape[-1] if g.ndim else 0)
+        if g.ndim != 2 or g.shape != want:
+            raise ConfigError(f"layer {layer}: gradients of shape {g.shape}, expected {want}")
+
+
+def synchronise(config, tables, gradients, direct=()):
+    """Synchronise ``gradients`` through the proxies (and ``direct`` layers GPU to GPU).
+
+    Parameters
+    ----------
+    config : CoarseConfig
+    tables : sequence of tuple of routing.Route
+        Each worker's routing table (``routing.routing_table(config, w, ...)``), same tensors.
+    gradients : dict
+        ``{layer: (W, n) array}``, row ``w`` worker ``w``'s gradients; int32, float32 or float64.
+    direct : iterable of int
+        Layers synchronised directly between GPUs; they need not be in the tables.
+
+    Returns
+    -------
+    SyncResult
+
+    Raises
+    ------
+    ConfigError
+        If the tables do not match the workers or each other, gradients are missing, or have
+        the wrong shape or an unsupported dtype.
+    """
+    direct = set(direct)
+    _check(config, tables, gradients, direct)
+    w_count, m = config.workers, config.devices
+    storage = [{} for _ in range(m)]
+    caches = [{} for _ in range(w_count)]
+    out = {}
+    for layer in direct:
+        g = np.asarray(gradients[layer])
+        out[layer] = execute(_ring_schedule(w_count, g.shape[1]), g)
+    for k, route in enumerate(tables[0]):
+        if route.layer in direct:
+            continue
+        g = np.asarray(gradients[route.layer])
+        result = np.empty_like(g)
+        for j, shard in enumerate(route.shards):
+            lo, hi = shard.start, shard.stop
+            devices = [tables[w][k].shards[j].device for w in range(w_count)]
+            # 1. each client's copy lands in its own queue at the shard's device
+            queues = [[w for w in range(w_count) if devices[w] == v] for v in range(m)]
+            # 2. sync cores: sum the queues in client order, then the ring across devices
+            partial = np.zeros((m, hi - lo), dtype=g.dtype)
+            for v, clients in enumerate(queues):
+                if clients:
+                    acc = g[clients[0], lo:hi].copy()
+                    for w in clients[1:]:
+                        np.add(acc, g[w, lo:hi], out=acc)
+                    partial[v] = acc
+            order = ring_order(m, shard.direction)
+            reduced = execute(_ring_schedule(m, hi - lo), partial[order])
+            for pos, v in enumerate(order):
+                storage[v][(route.layer, lo)] = reduced[pos]
+            # 3. each client's proxy caches the shard; the client reads it from the cache
+            for w in range(w_count):
+                caches[w][(route.layer, lo)] = storage[devices[w]][(route.layer, lo)].copy()
+                result[w, lo:hi] = caches[w][(route.layer, lo)]
+        out[route.layer] = result
+    return SyncResult(out, storage, caches)
