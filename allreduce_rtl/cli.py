@@ -108,13 +108,56 @@ def build_parser():
                    help="output folder (default out/sweep-<topology>)")
     p.set_defaults(func=commands.cmd_sweep, topology_default="torus:8x8")
 
-    p = sub.add_parser("demo", help="the main job on its built-in default")
-    _network_options(p)
-    p.add_argument("--size", "-s", type=_size, default=parse_size("64MiB"),
-                   help="bytes per node (default 64MiB)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=commands.cmd_demo, topology_default="torus:8x8")
+    p = sub.add_parser("generate", help="generate the network's Verilog for one schedule, "
+                       "with a manifest (parameters, schedule tables, expected cycles)")
+    _hardware_options(p, latency_default=DEFAULT_LINK_LATENCY)
+    p.add_argument("--algorithm", "-a", default="multitree",
+                   help="ring, ring2d, multitree or multitree-opt (default %(default)s)")
+    p.add_argument("--elements", "-e", type=_positive_int, default=4096,
+                   help="elements (int32) per node (default %(default)s)")
+    p.add_argument("--out", "-o", required=True, metavar="DIR",
+                   help="output folder (created): network.v and manifest.json")
+    p.add_argument("--json", action="store_true", help="print the manifest's summary as JSON")
+    p.set_defaults(func=commands.cmd_generate, topology_default="torus:4x4",
+                   link_bandwidth=DEFAULT_LINK_BANDWIDTH)
+
+    p = sub.add_parser("demo", help="build the network hardware once and run MultiTree and ring "
+                       "all-reduce on it in a simulator, checked against the golden model")
+    _hardware_options(p, latency_default=DEFAULT_LINK_LATENCY)
+    p.add_argument("--simulator", choices=("verilator", "icarus"), default="verilator",
+                   help="default %(default)s")
+    p.add_argument("--elements", "-e", type=_positive_int, default=None,
+                   help="elements (int32) per node (default: ResNet-50's largest 3x3 "
+                   "convolution, 2,359,296 weights, or a smaller layer if that would take over "
+                   "3 minutes)")
+    p.add_argument("--seed", type=_nonnegative_int, default=0,
+                   help="seed of the gradients (default %(default)s)")
+    p.add_argument("--waves", action="store_true",
+                   help="also write a waveform (Verilator VCD, Icarus FST); without --elements "
+                   "the vector is then small (waveforms of long runs take gigabytes)")
+    p.add_argument("--out", "-o", default=None, metavar="DIR",
+                   help="output folder (default out/demo-<topology>)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=commands.cmd_demo, topology_default="torus:4x4",
+                   link_bandwidth=DEFAULT_LINK_BANDWIDTH)
+
+    from . import training_commands   # train, report (issue 4)
+    training_commands.add_parsers(sub, _network_options, _size, _positive_int)
+    from . import coarse_commands     # coarse (issue 5)
+    coarse_commands.add_parser(sub, _size, _positive_int, _positive_float)
     return parser
+
+
+def _hardware_options(p, latency_default):
+    g = p.add_argument_group("hardware (one NI per node, 128-bit flits, one flit per cycle per "
+                             "link)")
+    g.add_argument("--topology", "-t", default=None, help="ring:N, mesh:RxC or torus:RxC")
+    g.add_argument("--flow-control", choices=("message", "credit"), default="message",
+                   help="per-link flow control: the paper's message-based grants or per-flit "
+                   "credits (default %(default)s)")
+    g.add_argument("--link-latency", type=_nonnegative_int, default=latency_default,
+                   metavar="CYCLES", help="register stages per link direction "
+                   "(default %(default)s, the paper's)")
 
 
 def main(argv=None):

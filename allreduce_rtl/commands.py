@@ -118,17 +118,126 @@ def cmd_sweep(args):
     return 0
 
 
-def cmd_demo(args):
+def _hardware_schedule(args, name):
+    """Schedule of ``name`` on ``args.topo`` with ``args.elements``, lowered for the NI (a
+    multi-hop schedule raises ``ConfigError``)."""
+    from golden_model.lowering import lower
+    from hdl.config import FIELD_ADDR_BITS
+    sched = build_schedule(name, args.topo, args.elements)
+    lw = lower(sched)
+    if lw.buffer_flits > 1 << FIELD_ADDR_BITS:
+        raise ConfigError(f"{args.elements:,} elements per node need {lw.buffer_flits:,} buffer "
+                          f"flits; the NI's buffer holds at most {1 << FIELD_ADDR_BITS:,} flits "
+                          f"({(1 << FIELD_ADDR_BITS) * lw.elements_per_flit:,} elements)")
+    return sched, lw
+
+
+def cmd_generate(args):
+    """Verilog of the network for one schedule, and a manifest: parameters, the schedule summary,
+    every node's engine tables (the rows and the words the host writes) and the cycles the
+    timing model expects."""
+    import dataclasses
+    import hashlib
+
     from .cli import print_json
-    report = compare(args.topo, args.size, None, _params(args), on_skip=None if args.json else _note)
+    from golden_model.lowering import Direction
+    from golden_model.timing import lower_bound
+    sched, lw = _hardware_schedule(args, args.algorithm)
+    from hdl.generate import network_config_for, to_verilog
+    from hdl.network import Network
+    from hdl.schedule_table import engine_index, pack_row
+    from tb.runner import config_dict
+    from tb.scoreboard import hardware_timing, hardware_topology, model_cycles
+    try:
+        config = network_config_for(lw, flow_control=args.flow_control,
+                                    link_latency=args.link_latency)
+        tables = []
+        for prog in lw.programs:
+            engines = []
+            for direction in Direction:
+                for port in range(config.num_ports):
+                    rows = prog.engines.get((direction, port), [])
+                    engines.append({
+                        "engine": engine_index(direction, port, config.num_ports),
+                        "direction": direction.name.lower(), "port": port,
+                        "neighbor": prog.neighbors[port] if port < len(prog.neighbors) else None,
+                        "rows": [{"step": r.step, "op": r.op.name, "flow": r.flow,
+                                  "chunk": r.chunk, "addr": r.addr, "flits": r.flits,
+                                  "elements": r.elements, "deps": r.deps,
+                                  "word": f"{pack_row(r):#x}"} for r in rows]})
+            tables.append({"node": prog.node, "neighbors": list(prog.neighbors),
+                           "engines": engines})
+    except ValueError as exc:       # NIConfig / table fields that do not fit
+        raise ConfigError(str(exc)) from None
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create output folder {str(out)!r}: {exc.strerror}") from None
+    from tb.demo import _Spinner
+    with _Spinner(f"generate Verilog ({args.topo.spec}, {config.link_latency}-cycle links)",
+                  enabled=not args.json):
+        try:
+            network = Network(args.topo, config)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        verilog = to_verilog(network)
+    expected = model_cycles(sched, config)
+    size = args.elements * config.elem_width // 8
+    lb = lower_bound(hardware_topology(args.topo, config), size, hardware_timing(config))
+    summary = sched.summary()
+    summary.pop("ring_order", None)
+    manifest = {
+        "generator": "allreduce-rtl generate",
+        "topology": args.topo.spec, "nodes": args.topo.num_nodes,
+        "algorithm": args.algorithm, "elements": args.elements, "bytes_per_node": size,
+        "config": {**config_dict(config), "flit_width": config.flit_width,
+                   "initial_credits": config.initial_credits,
+                   "full_rate_rx_depth": config.full_rate_rx_depth},
+        "verilog": {"file": "network.v", "top": "network", "bytes": len(verilog.encode()),
+                    "sha256": hashlib.sha256(verilog.encode()).hexdigest()},
+        "schedule": summary,
+        "buffer": {"flits": lw.buffer_flits, "elements_per_flit": lw.elements_per_flit,
+                   "chunk_base": [int(x) for x in lw.chunk_base]},
+        "expected": {"model_cycles": expected,
+                     "timing_params": dataclasses.asdict(hardware_timing(config)),
+                     "lower_bound_cycles": lb.cycles,
+                     "ratio_to_lower_bound": expected / lb.cycles if lb.cycles else None},
+        "tables": tables,
+    }
+    atomic_write(out / "network.v", verilog)
+    atomic_write(out / "manifest.json", json.dumps(manifest, indent=1) + "\n")
+    brief = {k: manifest[k] for k in ("topology", "nodes", "algorithm", "elements")}
+    brief.update(steps=summary["steps"], transfers=summary["transfers"],
+                 model_cycles=expected, lower_bound_cycles=lb.cycles,
+                 verilog=str(out / "network.v"), manifest=str(out / "manifest.json"))
+    if args.json:
+        print_json(brief)
+    else:
+        print(f"wrote {out / 'network.v'} ({len(verilog.encode()):,} bytes, top module network) "
+              f"and {out / 'manifest.json'}")
+        print(f"{args.algorithm} on {args.topo.spec}, {args.elements:,} elements per node: "
+              f"{summary['steps']} steps, {summary['transfers']} transfers, table depth "
+              f"{lw.table_depth}, {lw.buffer_flits} buffer flits; {config.flow_control} flow "
+              f"control, {config.link_latency}-cycle links; the timing model expects "
+              f"{expected:,} cycles (lower bound {lb.cycles:,.0f})")
+    return 0
+
+
+def cmd_demo(args):
+    """Build the hardware once, run MultiTree and ring on it in a simulator with real gradients,
+    verify every node against the golden model, and report cycles (tb/demo.py)."""
+    from tb.demo import format_report, run_demo
+    from .cli import print_json
+    report, code = run_demo(topology_spec=args.topo.spec, elements=args.elements,
+                            sim=args.simulator, link_latency=args.link_latency,
+                            flow_control=args.flow_control, seed=args.seed, waves=args.waves,
+                            out=args.out, progress=True)
     if args.json:
         print_json(report)
-        return 0
-    print("allreduce-rtl demo: golden-model comparison of every all-reduce algorithm "
-          "(contention-aware timing model, the MultiTree paper's network).")
-    _print_compare(report)
-    by = {r["algorithm"]: r for r in report["results"]}
-    if "multitree" in by:
-        print(f"\nMultiTree is {by['multitree']['speedup_vs_ring']:.2f}x faster than ring "
-              f"all-reduce here (paper: 2.3x on its workloads).")
-    return 0
+    else:
+        print(format_report(report))
+    if code:
+        print("allreduce-rtl: error: the hardware's results differ from the golden model "
+              f"(see {report['files']['report']})", file=sys.stderr)
+    return code

@@ -1,0 +1,484 @@
+"""The simulation harness: the ``tb_top`` wrapper, host command images and read-back dumps.
+
+``tb_top`` (generated here as Verilog text) instantiates the network (module ``network``, from
+``hdl.generate.to_verilog``) and one ``host_player`` (``tb/host_player.v``) per node, and exposes
+only what the cocotb test needs at the edges of a run::
+
+    inputs   clk, rst, start, tb_run[7:0], tb_load, tb_readback, tb_dump
+    outputs  done, error, cycles, node_done[N-1:0], node_error[N-1:0], node_step[N*S-1:0],
+             tb_loaded, tb_read_done, tb_dumped     (AND over all players)
+
+The network's ports are read from its Verilog (:func:`parse_ports`), so the wrapper follows the
+contract's names (docs/hardware.md) as Amaranth flattens them (``host_cmd__3__payload``,
+``node_done__3`` or a vector ``node_done``) without importing the hardware.
+
+Command images (:func:`program_images`) hold, per node, every host command that programs a run:
+each engine's schedule-table rows followed by one invalid row (so a table never keeps a longer
+program of an earlier run), then the node's vector, one buffer flit per command. The player
+reads the responses of ``buffer_flits`` read commands back; :func:`read_dump` turns its
+``$writememh`` file into flits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from golden_model.lowering import Direction, LoweredSchedule
+
+__all__ = [
+    "HOST_PLAYER", "HostCmdLayout", "RowLayout", "NetworkPorts", "parse_ports",
+    "generate_tb_top", "program_images", "write_image", "read_dump", "pack_flits",
+    "image_depth_for",
+]
+
+#: The player's Verilog source.
+HOST_PLAYER = pathlib.Path(__file__).with_name("host_player.v")
+
+
+# --------------------------------------------------------------------------------------------
+# Layouts (docs/hardware.md); taken from hdl when it is importable, else from the contract
+# --------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class HostCmdLayout:
+    """Bit offsets of ``HostCmd = {write: 1, target: 1, engine: 4, addr: 20, data: flit_width}``
+    (first field in the low bits)."""
+    write: tuple[int, int] = (0, 1)
+    target: tuple[int, int] = (1, 1)
+    engine: tuple[int, int] = (2, 4)
+    addr: tuple[int, int] = (6, 20)
+    data: tuple[int, int] = (26, 128)
+
+    @property
+    def width(self) -> int:
+        return max(off + w for off, w in dataclasses.astuple(self))
+
+    @classmethod
+    def for_flit_width(cls, flit_width: int) -> "HostCmdLayout":
+        """The contract's layout, or ``hdl``'s own ``HostCmd`` layout when it can be found."""
+        layout = _hdl_layout(("HostCmd",), flit_width)
+        if layout is not None:
+            return cls(**{name: layout[name] for name in ("write", "target", "engine", "addr",
+                                                          "data")})
+        return cls(data=(26, flit_width))
+
+    def pack(self, write: int, target: int, engine: int, addr: int, data: int = 0) -> int:
+        word = 0
+        for (off, width), value in ((self.write, write), (self.target, target),
+                                    (self.engine, engine), (self.addr, addr), (self.data, data)):
+            if not 0 <= value < (1 << width):
+                raise ValueError(f"host command field value {value} does not fit {width} bits")
+            word |= value << off
+        return word
+
+
+@dataclasses.dataclass(frozen=True)
+class RowLayout:
+    """The contract's ``ScheduleRow`` (used only when ``hdl.schedule_table`` is missing)."""
+    fields: tuple = (("valid", 1), ("step", 16), ("op", 1), ("flow", 8), ("chunk", 8),
+                     ("addr", 20), ("flits", 20), ("deps", 8))
+
+    def pack(self, row) -> int:
+        values = dict(valid=1, step=row.step, op=row.op.value, flow=row.flow, chunk=row.chunk,
+                      addr=row.addr, flits=row.flits, deps=row.deps)
+        word, off = 0, 0
+        for name, width in self.fields:
+            v = values[name]
+            if not 0 <= v < (1 << width):
+                raise ValueError(f"schedule row field {name}={v} does not fit {width} bits")
+            word |= v << off
+            off += width
+        return word
+
+
+def _hdl_layout(names, flit_width):
+    """``{field: (offset, width)}`` of ``hdl.host.HostCmd``, or None without ``hdl``."""
+    try:
+        from hdl.host import HostCmd  # noqa: PLC0415
+    except ImportError:     # hdl not written yet: use the contract
+        return None
+    return {name: (field.offset, field.width) for name, field in HostCmd(flit_width)}
+
+
+def _row_packer():
+    """``(pack_row, engine_index)`` from ``hdl.schedule_table``, or the contract's fallback."""
+    try:
+        from hdl.schedule_table import engine_index, pack_row  # noqa: PLC0415
+        return pack_row, engine_index
+    except ImportError:
+        layout = RowLayout()
+
+        def engine_index_fallback(direction, port, num_ports):
+            return port if direction is Direction.SEND else num_ports + port
+        return layout.pack, engine_index_fallback
+
+
+# --------------------------------------------------------------------------------------------
+# The network's ports
+# --------------------------------------------------------------------------------------------
+
+_DECL_RE = re.compile(r"^\s*(input|output|inout)\s+(?:wire\s+|reg\s+)?(?:\[(\d+):(\d+)\]\s*)?"
+                      r"([A-Za-z_][A-Za-z0-9_$]*)\s*;", re.M)
+
+
+def parse_ports(verilog: str, module: str = "network") -> dict[str, tuple[str, int]]:
+    """``{port: (direction, width)}`` of ``module`` in Verilog text written by Yosys (one
+    declaration per line, as Amaranth's back end writes them)."""
+    m = re.search(rf"^\s*module\s+\\?{re.escape(module)}\s*[(#;]", verilog, re.M)
+    if m is None:
+        raise ValueError(f"module {module!r} not found in the Verilog")
+    end = verilog.find("endmodule", m.end())
+    body = verilog[m.end():end if end >= 0 else None]
+    ports = {}
+    for d in _DECL_RE.finditer(body):
+        direction, hi, lo, name = d.groups()
+        width = abs(int(hi) - int(lo)) + 1 if hi is not None else 1
+        ports[name] = (direction, width)
+    if not ports:
+        raise ValueError(f"module {module!r} declares no ports")
+    return ports
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkPorts:
+    """How the contract's ports appear in the network's Verilog, for ``num_nodes`` nodes."""
+    num_nodes: int
+    ports: Mapping[str, tuple[str, int]]
+
+    def _need(self, name, direction=None):
+        if name not in self.ports:
+            raise ValueError(f"network has no port {name!r} (docs/hardware.md); it has "
+                             f"{', '.join(sorted(self.ports)[:12])} ...")
+        if direction is not None and self.ports[name][0] != direction:
+            raise ValueError(f"network port {name!r} is an {self.ports[name][0]}, expected an "
+                             f"{direction}")
+        return name
+
+    def stream(self, base: str, node: int, member: str) -> str:
+        return self._need(f"{base}__{node}__{member}")
+
+    def width(self, name: str) -> int:
+        return self.ports[self._need(name)][1]
+
+    @property
+    def cmd_width(self) -> int:
+        return self.width(self.stream("host_cmd", 0, "payload"))
+
+    @property
+    def rsp_width(self) -> int:
+        return self.width(self.stream("host_rsp", 0, "payload"))
+
+    def per_node(self, base: str, node: int) -> tuple[str, int]:
+        """Verilog expression of node ``node``'s ``base`` status and its width: an array port
+        ``base__<node>`` or a slice of one vector port ``base``."""
+        name = f"{base}__{node}"
+        if name in self.ports:
+            return name, self.ports[name][1]
+        if base in self.ports:
+            total = self.ports[base][1]
+            if total % self.num_nodes:
+                raise ValueError(f"network port {base!r} is {total} bits, not a multiple of "
+                                 f"{self.num_nodes} nodes")
+            w = total // self.num_nodes
+            return (f"{base}[{node * w + w - 1}:{node * w}]" if w > 1 else f"{base}[{node}]"), w
+        raise ValueError(f"network has no port {name!r} or {base!r} (docs/hardware.md)")
+
+    def check(self) -> None:
+        """Raise ``ValueError`` naming the first contract port that is missing."""
+        for name, direction in (("clk", "input"), ("rst", "input"), ("start", "input"),
+                                ("done", "output"), ("error", "output"), ("cycles", "output")):
+            self._need(name, direction)
+        for v in range(self.num_nodes):
+            for member, direction in (("valid", "input"), ("ready", "output"),
+                                      ("payload", "input")):
+                self._need(f"host_cmd__{v}__{member}", direction)
+            for member, direction in (("valid", "output"), ("ready", "input"),
+                                      ("payload", "output")):
+                self._need(f"host_rsp__{v}__{member}", direction)
+            for base in ("node_done", "node_error", "node_step"):
+                self.per_node(base, v)
+
+
+def image_depth_for(config) -> int:
+    """Command-image words a node may need: header, every table row plus terminator, buffer."""
+    return 1 + 2 * config.num_ports * (config.table_depth + 1) + config.buffer_depth
+
+
+def generate_tb_top(network_verilog: str, num_nodes: int, *, image_depth: int, rsp_depth: int,
+                    cmd_layout: HostCmdLayout, valid_pct: int = 70, ready_pct: int = 70,
+                    seed: int = 1) -> str:
+    """Verilog text of ``tb_top`` around the module ``network`` of ``network_verilog``.
+
+    Parameters
+    ----------
+    network_verilog : str
+        The network's Verilog (its ports are read from it).
+    num_nodes : int
+    image_depth, rsp_depth : int
+        Words of each player's command image and response memory.
+    cmd_layout : HostCmdLayout
+        Where the player puts the address of its read commands.
+    valid_pct, ready_pct, seed : int
+        The players' default back-pressure (plusargs override them at run time).
+    """
+    ports = NetworkPorts(num_nodes, parse_ports(network_verilog))
+    ports.check()
+    cmd_w, rsp_w = ports.cmd_width, ports.rsp_width
+    if cmd_w != cmd_layout.width:
+        raise ValueError(f"host_cmd payload is {cmd_w} bits but the HostCmd layout is "
+                         f"{cmd_layout.width} bits")
+    step_w = ports.per_node("node_step", 0)[1]
+    cycles_w = ports.width("cycles")
+    n = num_nodes
+    lines = [
+        "// Generated by tb/harness.py: the network and one host_player per node.",
+        "module tb_top (",
+        "    input  wire clk,",
+        "    input  wire rst,",
+        "    input  wire start,",
+        "    input  wire [7:0] tb_run,",
+        "    input  wire tb_load,",
+        "    input  wire tb_readback,",
+        "    input  wire tb_dump,",
+        "    output wire done,",
+        "    output wire error,",
+        f"    output wire [{cycles_w - 1}:0] cycles,",
+        f"    output wire [{n - 1}:0] node_done,",
+        f"    output wire [{n - 1}:0] node_error,",
+        f"    output wire [{n * step_w - 1}:0] node_step,",
+        "    output wire tb_loaded,",
+        "    output wire tb_read_done,",
+        "    output wire tb_dumped",
+        ");",
+        f"    wire [{n - 1}:0] loaded_v, read_done_v, dumped_v;",
+        "    assign tb_loaded = &loaded_v;",
+        "    assign tb_read_done = &read_done_v;",
+        "    assign tb_dumped = &dumped_v;",
+    ]
+    for v in range(n):
+        lines += [
+            f"    wire cmd_valid_{v}, cmd_ready_{v}, rsp_valid_{v}, rsp_ready_{v};",
+            f"    wire [{cmd_w - 1}:0] cmd_payload_{v};",
+            f"    wire [{rsp_w - 1}:0] rsp_payload_{v};",
+        ]
+    conns = ["        .clk(clk),", "        .rst(rst),", "        .start(start),",
+             "        .done(done),", "        .error(error),", "        .cycles(cycles),"]
+    vector_status = {}
+    for v in range(n):
+        conns += [
+            f"        .{ports.stream('host_cmd', v, 'valid')}(cmd_valid_{v}),",
+            f"        .{ports.stream('host_cmd', v, 'ready')}(cmd_ready_{v}),",
+            f"        .{ports.stream('host_cmd', v, 'payload')}(cmd_payload_{v}),",
+            f"        .{ports.stream('host_rsp', v, 'valid')}(rsp_valid_{v}),",
+            f"        .{ports.stream('host_rsp', v, 'ready')}(rsp_ready_{v}),",
+            f"        .{ports.stream('host_rsp', v, 'payload')}(rsp_payload_{v}),",
+        ]
+        for base, out in (("node_done", "node_done"), ("node_error", "node_error"),
+                          ("node_step", "node_step")):
+            name = f"{base}__{v}"
+            if name in ports.ports:
+                w = ports.ports[name][1]
+                lo = v * (step_w if base == "node_step" else 1)
+                sl = f"[{lo + w - 1}:{lo}]" if w > 1 or base == "node_step" else f"[{lo}]"
+                conns.append(f"        .{name}({out}{sl}),")
+            else:
+                vector_status[base] = out
+    for base, out in vector_status.items():
+        conns.append(f"        .{base}({out}),")
+    conns[-1] = conns[-1].rstrip(",")
+    lines += ["    network u_network (", *conns, "    );"]
+    for v in range(n):
+        lines += [
+            "    host_player #(",
+            f"        .NODE({v}), .CMD_WIDTH({cmd_w}), .RSP_WIDTH({rsp_w}),",
+            f"        .IMAGE_DEPTH({image_depth}), .RSP_DEPTH({rsp_depth}),",
+            f"        .ADDR_LSB({cmd_layout.addr[0]}), .ADDR_WIDTH({cmd_layout.addr[1]}),",
+            f"        .SEED({seed}), .VALID_PCT({valid_pct}), .READY_PCT({ready_pct})",
+            f"    ) u_player_{v} (",
+            "        .clk(clk), .rst(rst), .run(tb_run),",
+            "        .load(tb_load), .readback(tb_readback), .dump(tb_dump),",
+            f"        .loaded(loaded_v[{v}]), .read_done(read_done_v[{v}]), "
+            f".dumped(dumped_v[{v}]),",
+            f"        .cmd_valid(cmd_valid_{v}), .cmd_ready(cmd_ready_{v}), "
+            f".cmd_payload(cmd_payload_{v}),",
+            f"        .rsp_valid(rsp_valid_{v}), .rsp_ready(rsp_ready_{v}), "
+            f".rsp_payload(rsp_payload_{v})",
+            "    );",
+        ]
+    lines += ["endmodule", ""]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# Command images and dumps
+# --------------------------------------------------------------------------------------------
+
+def pack_flits(flits: np.ndarray, elem_width: int = 32) -> np.ndarray:
+    """(..., elements_per_flit) int32 -> (..., elements_per_flit) uint32 in element order
+    (element ``e`` goes to bits ``[e*elem_width +: elem_width]`` of the flit)."""
+    if elem_width != 32:
+        raise ValueError(f"only 32-bit elements are supported, not {elem_width}")
+    return np.ascontiguousarray(flits, dtype=np.int32).view(np.uint32)
+
+
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+
+
+def _hex_lines(words_be: np.ndarray, digits: int) -> bytes:
+    """Big-endian byte rows (n, B) -> b'hex\\n' lines of the last ``digits`` hex digits."""
+    n, nbytes = words_be.shape
+    chars = np.empty((n, 2 * nbytes + 1), dtype=np.uint8)
+    chars[:, 0:2 * nbytes:2] = _HEX[words_be >> 4]
+    chars[:, 1:2 * nbytes:2] = _HEX[words_be & 15]
+    chars[:, -1] = ord("\n")
+    drop = 2 * nbytes - digits
+    return chars[:, drop:].tobytes()
+
+
+def _words_to_be(words: Sequence[int], nbytes: int) -> np.ndarray:
+    out = np.zeros((len(words), nbytes), dtype=np.uint8)
+    for i, w in enumerate(words):
+        out[i] = np.frombuffer(int(w).to_bytes(nbytes, "big"), dtype=np.uint8)
+    return out
+
+
+@dataclasses.dataclass
+class NodeImage:
+    """One node's command image: control words (tables) and the buffer flits to write."""
+    control: list            # HostCmd words (ints)
+    flits: np.ndarray        # (buffer_flits, elements_per_flit) uint32, written to addr 0..
+    num_read: int
+
+    @property
+    def num_load(self) -> int:
+        return len(self.control) + len(self.flits)
+
+
+def program_images(lowered: LoweredSchedule, config, vectors: np.ndarray,
+                   layout: HostCmdLayout | None = None) -> list[NodeImage]:
+    """Per-node command images that program ``lowered`` and load ``vectors`` (int32, (N, D)).
+
+    Raises
+    ------
+    ValueError
+        If the schedule does not fit ``config`` (ports, table rows, buffer flits).
+    """
+    if layout is None:
+        layout = HostCmdLayout.for_flit_width(config.elem_width * config.elems_per_flit)
+    if lowered.elements_per_flit != config.elems_per_flit:
+        raise ValueError(f"schedule lowered for {lowered.elements_per_flit} elements per flit, "
+                         f"hardware has {config.elems_per_flit}")
+    if lowered.num_ports > config.num_ports:
+        raise ValueError(f"schedule needs {lowered.num_ports} ports, hardware has "
+                         f"{config.num_ports}")
+    if lowered.table_depth > config.table_depth:
+        raise ValueError(f"schedule needs {lowered.table_depth} table rows per engine, hardware "
+                         f"has table_depth={config.table_depth}")
+    if lowered.buffer_flits > config.buffer_depth:
+        raise ValueError(f"schedule needs {lowered.buffer_flits} buffer flits, hardware has "
+                         f"buffer_depth={config.buffer_depth}")
+    pack_row, engine_index = _row_packer()
+    flits = pack_flits(lowered.pack(np.asarray(vectors, dtype=np.int32)), config.elem_width)
+    images = []
+    for prog in lowered.programs:
+        control = []
+        for direction in Direction:
+            for port in range(config.num_ports):
+                rows = prog.engines.get((direction, port), [])
+                engine = engine_index(direction, port, config.num_ports)
+                for i, row in enumerate(rows):
+                    control.append(layout.pack(1, 1, engine, i, pack_row(row)))
+                if len(rows) < config.table_depth:
+                    control.append(layout.pack(1, 1, engine, len(rows), 0))
+        images.append(NodeImage(control, flits[prog.node], lowered.buffer_flits))
+    return images
+
+
+def write_image(path: pathlib.Path, image: NodeImage, layout: HostCmdLayout,
+                image_depth: int) -> None:
+    """Write ``image`` as the player's ``$readmemh`` file (header word, then the commands)."""
+    if image.num_load + 1 > image_depth:
+        raise ValueError(f"command image of {image.num_load + 1} words exceeds the player's "
+                         f"IMAGE_DEPTH={image_depth}")
+    width = layout.width
+    nbytes = -(-width // 8)
+    digits = -(-width // 4)
+    header = image.num_load | (image.num_read << 32)
+    head = _words_to_be([header, *image.control], nbytes)
+    # Buffer writes, vectorised: write=1, target=0, engine=0, addr=f, data=flit.
+    nf = len(image.flits)
+    epf = image.flits.shape[1] if nf else 0
+    data_bits = layout.data[1]
+    if nf:
+        base = layout.pack(1, 0, 0, 0, 0)
+        # Assemble each word as little-endian uint32 limbs, then convert to big-endian bytes.
+        limbs = -(-(layout.data[0] + data_bits) // 32) + 1
+        acc = np.zeros((nf, limbs), dtype=np.uint64)
+        addr = np.arange(nf, dtype=np.uint64)
+
+        def add_field(values: np.ndarray, offset: int):
+            # values: (nf,) uint64 < 2^32; OR them in at bit offset (may straddle two limbs).
+            limb, shift = divmod(offset, 32)
+            acc[:, limb] |= (values << np.uint64(shift)) & np.uint64(0xFFFFFFFF)
+            if shift:
+                acc[:, limb + 1] |= values >> np.uint64(32 - shift)
+
+        for limb in range(limbs):   # constant bits (write flag)
+            acc[:, limb] |= np.uint64((base >> (32 * limb)) & 0xFFFFFFFF)
+        add_field(addr & np.uint64((1 << layout.addr[1]) - 1), layout.addr[0])
+        for e in range(epf):
+            add_field(image.flits[:, e].astype(np.uint64), layout.data[0] + 32 * e)
+        le = acc.astype("<u4").view(np.uint8).reshape(nf, limbs * 4)
+        body = le[:, :nbytes][:, ::-1]
+    else:
+        body = np.zeros((0, nbytes), dtype=np.uint8)
+    # Pad to the full depth: Icarus warns about a file shorter than the memory.
+    pad = image_depth - 1 - image.num_load
+    path.write_bytes(_hex_lines(head, digits) + _hex_lines(np.ascontiguousarray(body), digits)
+                     + (b"0" * digits + b"\n") * pad)
+
+
+_NIBBLE = np.full(256, 255, dtype=np.uint8)
+for _i, _c in enumerate(b"0123456789abcdef"):
+    _NIBBLE[_c] = _i
+for _i, _c in enumerate(b"ABCDEF"):
+    _NIBBLE[_c] = 10 + _i
+
+
+def read_dump(path: pathlib.Path, num_flits: int, elems_per_flit: int,
+              elem_width: int = 32) -> np.ndarray:
+    """Read a player's ``$writememh`` dump: (num_flits, elems_per_flit) int32.
+
+    Raises
+    ------
+    ValueError
+        If the file has the wrong number of words or a word holds x/z bits (the NI returned
+        undefined data).
+    """
+    text = pathlib.Path(path).read_bytes()
+    lines = [ln.strip() for ln in text.splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith(b"//") and not ln.startswith(b"@")]
+    if len(lines) != num_flits:
+        raise ValueError(f"{path}: {len(lines)} words read back, expected {num_flits}")
+    digits = elems_per_flit * elem_width // 4
+    if num_flits == 0:
+        return np.zeros((0, elems_per_flit), dtype=np.int32)
+    lines = [ln.replace(b"_", b"").rjust(digits, b"0")[-digits:] for ln in lines]
+    arr = np.frombuffer(b"".join(lines), dtype=np.uint8).reshape(num_flits, digits)
+    nib = _NIBBLE[arr]
+    if (nib == 255).any():
+        bad = int(np.argwhere((nib == 255).any(axis=1))[0][0])
+        raise ValueError(f"{path}: word {bad} read back holds undefined bits: "
+                         f"{lines[bad].decode(errors='replace')}")
+    per = elem_width // 4
+    nib = nib.reshape(num_flits, elems_per_flit, per).astype(np.uint32)
+    vals = np.zeros((num_flits, elems_per_flit), dtype=np.uint32)
+    for k in range(per):
+        vals = (vals << np.uint32(4)) | nib[:, :, k]
+    # Hex text is most significant first: the last group is element 0.
+    return vals[:, ::-1].copy().view(np.int32)

@@ -1,0 +1,121 @@
+"""``allreduce-rtl generate`` and ``allreduce-rtl demo``: outputs, and bad input (exit 2, one line,
+no traceback)."""
+
+import json
+import sys
+
+import pytest
+
+from allreduce_rtl.cli import main
+from golden_model.algorithms import build_schedule
+from golden_model.lowering import lower
+from golden_model.topology import parse_topology
+from hdl.generate import network_config_for
+from hdl.schedule_table import pack_row
+from tb.scoreboard import model_cycles
+from tb.toolchain import lint_verilog
+
+
+def test_generate_writes_verilog_and_manifest(tmp_path, capsys):
+    out = tmp_path / "gen"
+    assert main(["generate", "-t", "mesh:2x3", "-a", "multitree-opt", "--elements", "100",
+                 "--out", str(out), "--flow-control", "credit", "--link-latency", "3",
+                 "--json"]) == 0
+    brief = json.loads(capsys.readouterr().out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    verilog = (out / "network.v").read_text()
+    assert "module network(" in verilog
+    lint_verilog(out / "network.v", "network")
+
+    topo = parse_topology("mesh:2x3", link_latency=3)
+    sched = build_schedule("multitree-opt", topo, 100)
+    lw = lower(sched)
+    cfg = network_config_for(lw, flow_control="credit", link_latency=3)
+    assert manifest["config"]["flow_control"] == "credit"
+    assert manifest["config"]["link_latency"] == 3
+    assert manifest["config"]["num_ports"] == 3 == cfg.num_ports
+    assert manifest["expected"]["model_cycles"] == model_cycles(sched, cfg) == brief["model_cycles"]
+    assert manifest["schedule"]["steps"] == len(sched.active_steps)
+    assert manifest["buffer"]["flits"] == lw.buffer_flits
+    # Every node's tables: the rows of the lowering and the words the host writes.
+    assert len(manifest["tables"]) == 6
+    for node in manifest["tables"]:
+        prog = lw.programs[node["node"]]
+        assert node["neighbors"] == list(prog.neighbors)
+        assert len(node["engines"]) == 2 * cfg.num_ports
+        for eng in node["engines"]:
+            rows = [r for (d, p), rs in prog.engines.items() for r in rs
+                    if d.name.lower() == eng["direction"] and p == eng["port"]]
+            assert [int(r["word"], 16) for r in eng["rows"]] == [pack_row(r) for r in rows]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["generate", "-a", "dbtree"], "multi-hop"),
+    (["generate", "-a", "halving-doubling"], "multi-hop"),
+    (["generate", "-t", "fattree:2x3"], "fattree:2x3"),
+    (["generate", "-t", "bigraph:2x4", "-a", "ring"], "bigraph:2x4"),
+    (["generate", "-a", "bogus"], "bogus"),
+    (["generate", "-t", "torus:4"], "torus:4"),
+    (["generate", "--elements", "0"], "'0'"),
+    (["generate", "--elements", "100000000"], "buffer"),
+    (["generate", "--flow-control", "wormhole"], "wormhole"),
+    (["generate", "--link-latency", "-2"], "-2"),
+])
+def test_generate_bad_input(argv, needle, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        sys.exit(main([*argv, "--out", str(tmp_path / "x")]))
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and needle in err, err
+    assert "Traceback" not in err
+    assert not (tmp_path / "x" / "network.v").exists()
+
+
+def test_generate_needs_an_output_folder(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        main(["generate"])
+    assert exc.value.code == 2 and "--out" in capsys.readouterr().err
+    (tmp_path / "file").write_text("")
+    assert main(["generate", "-t", "ring:4", "--link-latency", "1", "--elements", "8",
+                 "--out", str(tmp_path / "file")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "file" in err
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["demo", "--simulator", "modelsim"], "modelsim"),
+    (["demo", "--elements", "0"], "'0'"),
+    (["demo", "--elements", "-5"], "-5"),
+    (["demo", "-t", "fattree:2x3"], "fattree:2x3"),
+    (["demo", "-t", "donut:4"], "donut:4"),
+    (["demo", "--link-latency", "x"], "'x'"),
+    (["demo", "--elements", "100000000"], "buffer"),
+    (["demo", "--flow-control", "none"], "none"),
+])
+def test_demo_bad_input(argv, needle, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        sys.exit(main([*argv, "--out", str(tmp_path / "d")]))
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and needle in err, err
+    assert "Traceback" not in err
+
+
+def test_demo_small_in_icarus_with_waves(tmp_path, capsys):
+    """The demo's whole path (build, two runs, verification, report, waveform) on a small case."""
+    out = tmp_path / "demo"
+    assert main(["demo", "--simulator", "icarus", "-t", "ring:4", "--elements", "200",
+                 "--link-latency", "4", "--waves", "--json", "--out", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report == json.loads((out / "report.json").read_text())
+    assert report["verified"] and report["elements"] == 200 and report["simulator"] == "icarus"
+    by = {r["algorithm"]: r for r in report["results"]}
+    assert set(by) == {"multitree", "ring"}
+    for r in by.values():
+        assert r["verified"] and r["mismatches"] == 0
+        assert r["rtl_cycles"] >= r["model_cycles"] > 0
+    assert by["ring"]["speedup_vs_ring"] == 1.0
+    assert by["multitree"]["speedup_vs_ring"] == pytest.approx(
+        by["ring"]["rtl_cycles"] / by["multitree"]["rtl_cycles"])
+    assert (out / "network.v").is_file() and (out / "tb_top.fst").stat().st_size > 1000
+    assert report["files"]["waves"] == str(out / "tb_top.fst")

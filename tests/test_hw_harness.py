@@ -1,0 +1,193 @@
+"""The simulation harness itself (tb/): images, dumps, ports, scoreboard, and the host players on a
+stand-in ``network`` (tests/fixtures/standin_network.py) in both simulators.
+
+The stand-in has the contract's ports but no all-reduce: its buffers read back what was loaded,
+so these tests check the harness plumbing (loading with random valid gaps, start/done, read-back
+with random ready, dumps, timeouts) independently of the hardware.
+"""
+
+import dataclasses
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+from golden_model.algorithms import build_schedule
+from golden_model.executor import execute
+from golden_model.lowering import lower
+from golden_model.topology import parse_topology
+from tb import harness
+from tb.runner import HardwareBuild, RunResult, RunSpec
+from tb.scoreboard import check_run, compare_data, hardware_timing, model_cycles
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent / "fixtures"))
+from standin_network import StandinConfig, standin_verilog  # noqa: E402
+
+
+def random_vectors(n, d, seed=1):
+    rng = np.random.default_rng(seed)
+    return rng.integers(-2**31, 2**31, size=(n, d), dtype=np.int64).astype(np.int32)
+
+
+# --------------------------------------------------------------------------------------------
+# Pure Python
+# --------------------------------------------------------------------------------------------
+
+def test_image_file_holds_header_tables_and_flits(tmp_path):
+    topo = parse_topology("mesh:2x3", link_latency=4)
+    sched = build_schedule("multitree", topo, 3 * 6 + 1)
+    lw = lower(sched)
+    cfg = StandinConfig(num_ports=3, table_depth=8, buffer_depth=16)
+    vec = random_vectors(6, sched.num_elements)
+    layout = harness.HostCmdLayout(data=(26, 128))
+    images = harness.program_images(lw, cfg, vec, layout)
+    depth = harness.image_depth_for(cfg)
+    harness.write_image(tmp_path / "cmd.hex", images[4], layout, depth)
+    words = [int(line, 16) for line in (tmp_path / "cmd.hex").read_text().split()]
+    assert len(words) == depth      # padded to the player's memory
+    img = images[4]
+    assert words[0] == img.num_load | (lw.buffer_flits << 32)
+    # Tables: every engine's rows then one invalid row; 2 * ports engines.
+    rows = sum(len(r) + 1 for r in lw.programs[4].engines.values())
+    assert len(img.control) == rows
+    field = lambda w, f: w >> getattr(layout, f)[0] & ((1 << getattr(layout, f)[1]) - 1)
+    for w in words[1:1 + rows]:
+        assert field(w, "write") == 1 and field(w, "target") == 1
+    packed = lw.pack(vec)[4]
+    for f in range(lw.buffer_flits):
+        w = words[1 + rows + f]
+        assert field(w, "write") == 1 and field(w, "target") == 0 and field(w, "addr") == f
+        data = field(w, "data")
+        got = [(data >> (32 * e)) & 0xFFFFFFFF for e in range(4)]
+        assert got == [int(x) & 0xFFFFFFFF for x in packed[f]]
+    assert all(w == 0 for w in words[1 + img.num_load:])
+
+
+def test_read_dump_parses_writememh_output(tmp_path):
+    flits = random_vectors(5, 4, seed=3)
+    lines = ["// 0x00000000"]
+    for f in flits:
+        lines.append("".join(f"{int(x) & 0xFFFFFFFF:08x}" for x in f[::-1]))
+    (tmp_path / "rsp.hex").write_text("\n".join(lines) + "\n")
+    got = harness.read_dump(tmp_path / "rsp.hex", 5, 4)
+    assert np.array_equal(got, flits)
+    (tmp_path / "bad.hex").write_text("\n".join(lines[:3] + ["x" * 32] + lines[4:]) + "\n")
+    with pytest.raises(ValueError, match="undefined bits"):
+        harness.read_dump(tmp_path / "bad.hex", 5, 4)
+    with pytest.raises(ValueError, match="4 words read back, expected 5"):
+        (tmp_path / "short.hex").write_text("\n".join(lines[:5]) + "\n")
+        harness.read_dump(tmp_path / "short.hex", 5, 4)
+
+
+def test_ports_follow_amaranth_flattening():
+    """The harness finds the contract's ports with Amaranth's names (``host_cmd__0__valid``)."""
+    from amaranth.back import verilog
+    from amaranth.hdl import Module
+    from amaranth.lib import data, stream, wiring
+    from amaranth.lib.wiring import In, Out
+
+    class Tiny(wiring.Component):
+        def __init__(self):
+            cmd = data.StructLayout({"write": 1, "target": 1, "engine": 4, "addr": 20,
+                                     "data": 128})
+            super().__init__({"start": In(1), "done": Out(1), "error": Out(1),
+                              "cycles": Out(32),
+                              "host_cmd": In(stream.Signature(cmd)).array(2),
+                              "host_rsp": Out(stream.Signature(128)).array(2),
+                              "node_done": Out(1).array(2), "node_error": Out(1).array(2),
+                              "node_step": Out(16).array(2)})
+
+        def elaborate(self, platform):
+            m = Module()
+            for i in range(2):
+                m.d.sync += self.node_step[i].eq(self.host_cmd[i].payload.addr)
+                m.d.comb += self.host_rsp[i].payload.eq(self.host_cmd[i].payload.data)
+            return m
+
+    text = verilog.convert(Tiny(), name="network")
+    ports = harness.NetworkPorts(2, harness.parse_ports(text))
+    ports.check()
+    assert ports.cmd_width == 154 and ports.rsp_width == 128
+    assert ports.per_node("node_step", 1) == ("node_step__1", 16)
+    top = harness.generate_tb_top(text, 2, image_depth=10, rsp_depth=4,
+                                  cmd_layout=harness.HostCmdLayout())
+    assert ".host_cmd__1__payload(cmd_payload_1)" in top and "u_player_1" in top
+
+
+def test_scoreboard_names_the_first_wrong_element():
+    topo = parse_topology("torus:4x4", link_latency=4)
+    sched = build_schedule("multitree", topo, 49)
+    vec = random_vectors(16, 49)
+    good = execute(sched, vec)
+    cfg = StandinConfig()
+    res = RunResult("mt", "done", cycles=100, outputs=good.copy())
+    verdict = check_run(res, sched, vec, cfg)
+    assert verdict.passed and verdict.mismatches == 0
+    assert verdict.model_cycles == model_cycles(sched, cfg)
+    assert verdict.ratio == pytest.approx(100 / verdict.model_cycles)
+    bad = good.copy()
+    bad.view(np.uint32)[7, 20] ^= np.uint32(1 << 31)     # one bit of one element
+    res = RunResult("mt", "done", cycles=100, outputs=bad)
+    verdict = check_run(res, sched, vec, cfg)
+    assert not verdict.passed and verdict.mismatches == 1
+    assert "node 7 element 20" in verdict.message
+    assert compare_data(sched, vec, good)[0] == 0
+    stalled = RunResult("mt", "stall", message="deadlock or stall at step 3 on node 5")
+    assert "step 3 on node 5" in check_run(stalled, sched, vec, cfg).message
+
+
+def test_timing_is_configured_like_the_hardware():
+    cfg = dataclasses.replace(StandinConfig(), link_latency=7)
+    params = hardware_timing(cfg)
+    assert params.flit_bytes == 16 and params.frequency_ghz == 1.0
+    fields = {f.name for f in dataclasses.fields(params)}
+    if "header_flits" in fields:
+        assert params.header_flits == 1
+    topo = parse_topology("ring:4", link_latency=150)
+    sched = build_schedule("ring", topo, 4 * 64)
+    # 6 steps of 16 payload + 1 head flit and 7 cycles of latency each, without contention.
+    assert model_cycles(sched, cfg) >= 6 * (16 + 7)
+
+
+# --------------------------------------------------------------------------------------------
+# Stand-in network in the simulators
+# --------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module", params=["icarus", "verilator"])
+def standin(request):
+    topo = parse_topology("ring:4", link_latency=4)
+    cfg = StandinConfig(num_ports=2, buffer_depth=32, table_depth=8)
+    build = HardwareBuild(topo, cfg, request.param, valid_pct=60, ready_pct=50,
+                          network_source=standin_verilog(4, buffer_depth=32))
+    return build.build()
+
+
+def test_players_load_run_and_read_back(standin):
+    topo = standin.topology
+    sched = build_schedule("ring", topo, 4 * 12 + 3)
+    lw = lower(sched)
+    a, b = random_vectors(4, sched.num_elements, 1), random_vectors(4, sched.num_elements, 2)
+    results = standin.run([RunSpec("first", lw, a, 20), RunSpec("second", lw, b, 20)], seed=5)
+    for res, vec in zip(results, (a, b)):
+        assert res.ok, res.message
+        # The stand-in does no all-reduce: the buffers hold what was loaded.
+        assert np.array_equal(res.outputs, vec)
+        assert res.cycles == res.tb_cycles == 10 + 3 * 3 + 1
+        # Random valid gaps: loading takes longer than one command per cycle.
+        assert res.load_cycles > max(len(i.control) for i in harness.program_images(
+            lw, standin.config, vec, standin.layout)) + lw.buffer_flits
+
+
+def test_stall_names_step_and_node(standin):
+    topo = standin.topology
+    sched = build_schedule("ring", topo, 13)
+    lw = lower(sched)
+
+    def stall_node_2(images):       # the stand-in's fault hook: table write to engine 15
+        images[2].control.append(standin.layout.pack(1, 1, 15, 0, 0))
+
+    res, = standin.run(RunSpec("stuck", lw, random_vectors(4, 13), 20,
+                               edit_images=stall_node_2), timeout_factor=10)
+    assert res.status == "stall"
+    assert "deadlock or stall at step" in res.message and "on node 2" in res.message

@@ -1,0 +1,354 @@
+"""Unit tests of the router blocks in amaranth.sim: parameters, round-robin arbiter, VC and
+switch allocators, RouteCompute and the routing tables, one router's pipeline timing."""
+
+import itertools
+import random
+
+import pytest
+from amaranth.hdl import Module, Signal
+from amaranth.sim import Simulator
+
+from golden_model.topology import parse_topology
+from hdl.flit import FlitKind
+from hdl.router import (Crossbar, RoundRobinArbiter, RouteCompute, Router, RouterNetwork,
+                        RouterParams, RoutingTable, SwitchAllocator, VCAllocator, grid_tables,
+                        head_payload, switch_table)
+from hdl.router.routing import NUM_GRID_PORTS, grid_neighbor, walk
+
+
+def run(dut, bench):
+    top = Module()
+    top.submodules.dut = dut
+    tick = Signal()
+    top.d.sync += tick.eq(~tick)
+    sim = Simulator(top)
+    sim.add_clock(1e-9)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def bits(x, n):
+    return [x >> i & 1 for i in range(n)]
+
+
+# --- parameters ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("field, value", [
+    ("num_ports", 0), ("num_ports", 33), ("num_ports", True), ("num_vcs", 0), ("num_vcs", 2.0),
+    ("vc_buf_depth", 1), ("flit_width", 31), ("credit_delay", 0), ("flow_control", "store"),
+])
+def test_router_params_reject_bad_values(field, value):
+    args = dict(num_ports=5, num_vcs=2, vc_buf_depth=4, flit_width=64, credit_delay=1,
+                flow_control="wormhole")
+    args[field] = value
+    with pytest.raises(ValueError, match=field + ".*" + repr(value).replace(".", r"\.")):
+        RouterParams(**args)
+
+
+def test_router_rejects_mismatched_table_and_odd_torus_vcs():
+    torus = grid_tables(parse_topology("torus:4x4"))
+    with pytest.raises(ValueError, match="num_ports is 4"):
+        Router(RouterParams(4, 2), torus[0])
+    with pytest.raises(ValueError, match="num_vcs must be even.*3"):
+        Router(RouterParams(5, 3), torus[0])
+    with pytest.raises(ValueError, match="num_vcs must be even.*1"):
+        RouterNetwork(parse_topology("torus:4x4"), num_vcs=1)
+    with pytest.raises(ValueError, match="mesh or torus.*fattree"):
+        RouterNetwork(parse_topology("fattree:4x2"))
+    with pytest.raises(ValueError, match="concentration.*0"):
+        RouterNetwork(parse_topology("mesh:2x2"), concentration=0)
+    with pytest.raises(ValueError, match="link_latency.*-1"):
+        RouterNetwork(parse_topology("mesh:2x2"), link_latency=-1)
+    with pytest.raises(ValueError, match="arbiter size.*0"):
+        RoundRobinArbiter(0)
+
+
+# --- round-robin arbiter ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [1, 3, 5, 8])
+def test_round_robin_arbiter(n):
+    dut = RoundRobinArbiter(n)
+    rng = random.Random(n)
+
+    async def bench(ctx):
+        # all requesting, always advancing: grants rotate 0, 1, ..., n-1, 0, ...
+        ctx.set(dut.requests, (1 << n) - 1)
+        ctx.set(dut.advance, 1)
+        for k in range(2 * n):
+            assert ctx.get(dut.grant) == 1 << (k % n)
+            await ctx.tick()
+        # no advance: the grant stays
+        ctx.set(dut.advance, 0)
+        g = ctx.get(dut.grant)
+        for _ in range(3):
+            await ctx.tick()
+            assert ctx.get(dut.grant) == g
+        # random requests: one-hot, a requester, and the first requester at or after the pointer
+        ctx.set(dut.advance, 1)
+        ptr = g.bit_length() - 1     # the pointer sits on the unadvanced winner
+        for _ in range(300):
+            req = rng.randrange(1 << n)
+            ctx.set(dut.requests, req)
+            grant = ctx.get(dut.grant)
+            if req == 0:
+                assert grant == 0 and not ctx.get(dut.valid)
+            else:
+                order = [(ptr + k) % n for k in range(n)]
+                want = next(i for i in order if req >> i & 1)
+                assert grant == 1 << want
+                ptr = (want + 1) % n
+            await ctx.tick()
+    run(dut, bench)
+
+
+# --- allocators ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("p, v", [(5, 2), (3, 4), (2, 1)])
+def test_vc_allocator_grants_are_legal_and_fair(p, v):
+    dut = VCAllocator(p, v)
+    rng = random.Random(p * 10 + v)
+    n = p * v
+
+    async def bench(ctx):
+        waiting = {}
+        for cycle in range(400):
+            req = [rng.random() < 0.6 for _ in range(n)]
+            ports = [rng.randrange(p) for _ in range(n)]
+            masks = [rng.randrange(1, 1 << v) for _ in range(n)]
+            # a persistent requester: input VC 0 always asks for output VC 0 of port 0
+            req[0], ports[0], masks[0] = True, 0, 1
+            for i in range(n):
+                ctx.set(dut.req[i], req[i])
+                ctx.set(dut.req_port[i], ports[i])
+                ctx.set(dut.req_mask[i], masks[i])
+            grant = bits(ctx.get(dut.grant), n)
+            taken = set()
+            for i in range(n):
+                if grant[i]:
+                    w = ctx.get(dut.grant_vc[i])
+                    assert req[i] and masks[i] >> w & 1, (cycle, i)
+                    assert (ports[i], w) not in taken, "two input VCs got one output VC"
+                    taken.add((ports[i], w))
+            if any(req):
+                assert any(grant)
+            waiting[0] = 0 if grant[0] else waiting.get(0, 0) + 1
+            assert waiting[0] <= n, "input VC 0 starved"
+            await ctx.tick()
+    run(dut, bench)
+
+
+@pytest.mark.parametrize("p, v", [(5, 2), (4, 3), (1, 2)])
+def test_switch_allocator_grants_are_legal_and_fair(p, v):
+    dut = SwitchAllocator(p, v)
+    rng = random.Random(p * 7 + v)
+    n = p * v
+
+    async def bench(ctx):
+        wait = 0
+        for cycle in range(400):
+            req = [rng.random() < 0.5 for _ in range(n)]
+            ports = [rng.randrange(p) for _ in range(n)]
+            req[0], ports[0] = True, 0
+            for i in range(n):
+                ctx.set(dut.req[i], req[i])
+                ctx.set(dut.req_port[i], ports[i])
+            grant = bits(ctx.get(dut.grant), n)
+            per_in = [sum(grant[q * v:(q + 1) * v]) for q in range(p)]
+            assert max(per_in) <= 1
+            outs = [ports[i] for i in range(n) if grant[i]]
+            assert len(outs) == len(set(outs)), "two inputs on one output"
+            for i in range(n):
+                if grant[i]:
+                    q = i // v
+                    assert req[i]
+                    assert ctx.get(dut.out_sel[ports[i]]) == 1 << q
+                    assert ctx.get(dut.in_sel[q]) == 1 << (i % v)
+            for o in range(p):
+                assert ctx.get(dut.out_valid[o]) == (o in outs)
+            if any(req):
+                assert any(grant)
+            wait = 0 if grant[0] else wait + 1
+            assert wait <= n
+            await ctx.tick()
+    run(dut, bench)
+
+
+def test_crossbar():
+    from hdl.router.flit import RouterFlit
+    layout = RouterFlit(32, 2)
+    dut = Crossbar(3, layout)
+
+    async def bench(ctx):
+        for i in range(3):
+            ctx.set(dut.inp[i].as_value(), 0x1000 + i)
+        for sel in itertools.product([0, 1, 2, 4], repeat=3):
+            for o in range(3):
+                ctx.set(dut.sel[o], sel[o])
+            for o in range(3):
+                want = 0 if sel[o] == 0 else 0x1000 + sel[o].bit_length() - 1
+                assert ctx.get(dut.out[o].as_value()) == want
+    run(dut, bench)
+
+
+# --- routing ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec", ["mesh:4x4", "torus:4x4", "mesh:2x3", "torus:3x5", "torus:2x4",
+                                  "torus:8x8", "mesh:1x4"])
+def test_grid_tables_follow_golden_routes_with_datelines(spec):
+    topo = parse_topology(spec)
+    tables = grid_tables(topo)
+    torus = topo.family == "torus"
+    for s, d in itertools.product(topo.nodes, repeat=2):
+        hops = walk(topo, tables, s, d)
+        links = [(r, grid_neighbor(topo, r, port)) for r, port, _ in hops[:-1]]
+        assert tuple(links) == topo.route(s, d), (s, d)
+        assert hops[-1][1] == NUM_GRID_PORTS and hops[-1][0] == d
+        # VC classes: 0 until a dateline is crossed, 1 after it in the same dimension
+        crossed = {0: False, 1: False}
+        dim_of = {0: 1, 1: 1, 2: 0, 3: 0}
+        prev_dim = None
+        for r, port, cls in hops[:-1]:
+            dim = dim_of[port]
+            if dim != prev_dim:
+                crossed = {0: False, 1: False}
+            if tables[r].dateline[d]:
+                assert torus and not crossed[dim], "a dateline crossed twice in one dimension"
+                crossed[dim] = True
+            assert cls == (None if not torus else int(crossed[dim])), (s, d, r)
+            prev_dim = dim
+
+
+def test_grid_tables_with_concentration():
+    topo = parse_topology("mesh:3x3")
+    tables = grid_tables(topo, concentration=2)
+    assert tables[0].num_ports == 6 and tables[0].num_dests == 18
+    for s, d in itertools.product(range(18), repeat=2):
+        hops = walk(topo, tables, s, d, concentration=2)
+        assert hops[-1] == (d // 2, NUM_GRID_PORTS + d % 2, None)
+        assert len(hops) - 1 == len(topo.route(s // 2, d // 2))
+
+
+@pytest.mark.parametrize("spec", ["fattree:4x2", "fattree:2x3", "bigraph:4x4"])
+def test_switch_tables_follow_golden_routes(spec):
+    topo = parse_topology(spec)
+    tables = {s: switch_table(topo, s) for s in topo.switches}
+    g = topo.graph
+    for s, d in itertools.product(topo.nodes, repeat=2):
+        route = topo.route(s, d)
+        for u, v in route[1:]:       # every hop out of a switch
+            ports = list(g.successors(u))
+            assert ports[tables[u].out_port[d]] == v
+
+
+def test_switch_table_rejects_a_node():
+    with pytest.raises(ValueError, match="not a switch"):
+        switch_table(parse_topology("fattree:4x2"), 3)
+
+
+@pytest.mark.parametrize("spec, v", [("torus:4x4", 2), ("torus:4x4", 4), ("mesh:4x4", 2)])
+def test_route_compute_matches_the_table(spec, v):
+    topo = parse_topology(spec)
+    table = grid_tables(topo)[5]
+    for in_port in range(table.num_ports):
+        dut = RouteCompute(table, in_port, v)
+
+        async def bench(ctx, dut=dut, in_port=in_port):
+            for d in range(table.num_dests):
+                for cls in (0, 1):
+                    ctx.set(dut.dest, d)
+                    ctx.set(dut.in_class, cls)
+                    assert ctx.get(dut.port) == table.out_port[d]
+                    want = table.next_class(in_port, cls, d)
+                    half = (1 << (v // 2)) - 1
+                    mask = (1 << v) - 1 if want is None else half << (v // 2) * want
+                    assert ctx.get(dut.vc_mask) == mask, (in_port, d, cls)
+        run(dut, bench)
+
+
+def test_routing_table_validation():
+    with pytest.raises(ValueError, match="out_port entries.*7"):
+        RoutingTable(num_ports=3, out_port=(0, 7), dateline=(False, False),
+                     port_dim=(None,) * 3)
+    with pytest.raises(ValueError, match="vc_classes.*3"):
+        RoutingTable(num_ports=1, out_port=(0,), dateline=(False,), port_dim=(None,),
+                     vc_classes=3)
+
+
+# --- one router: pipeline timing and credits ----------------------------------------------------
+
+@pytest.mark.parametrize("flow_control, num_vcs", [("wormhole", 2), ("cut_through", 2),
+                                                    ("cut_through", 3)])
+def test_router_zero_load_latency_and_credits(flow_control, num_vcs):
+    """A 3-flit packet from port 0 to port 2 of a lone router: the head is on the output 4
+    cycles after it is on the input; body flits follow one per cycle; each popped flit returns
+    a credit upstream credit_delay cycles later; output credits are spent per flit."""
+    table = RoutingTable(num_ports=3, out_port=(0, 1, 2), dateline=(False,) * 3,
+                         port_dim=(None,) * 3)
+    prm = RouterParams(3, num_vcs=num_vcs, vc_buf_depth=4, flit_width=32, credit_delay=2,
+                       flow_control=flow_control)
+    dut = Router(prm, table)
+    head = head_payload(2, 0, 2)
+    flits = [(FlitKind.HEAD, head), (FlitKind.BODY, 0xAAA), (FlitKind.TAIL, 0xBBB)]
+
+    async def bench(ctx):
+        await ctx.tick()
+        seen, credits = [], []
+        for t in range(20):
+            if t < 3:
+                kind, payload = flits[t]
+                ctx.set(dut.inp[0].valid, 1)
+                ctx.set(dut.inp[0].flit, {"kind": kind, "vc": 1, "payload": payload})
+            else:
+                ctx.set(dut.inp[0].valid, 0)
+            if ctx.get(dut.out[2].valid):
+                f = ctx.get(dut.out[2].flit)
+                seen.append((t, f.kind, f.payload))
+            for o in (0, 1):
+                assert not ctx.get(dut.out[o].valid)
+            c = ctx.get(dut.inp[0].credit)
+            if c:
+                credits.append((t, c))
+            await ctx.tick()
+        assert [s[0] for s in seen] == [4, 5, 6]
+        assert [(k, p) for _, k, p in seen] == flits
+        # flits popped in cycles 3, 4, 5 (SA); credits of VC 1 (bit 1) credit_delay = 2 later
+        assert credits == [(5, 2), (6, 2), (7, 2)]
+        assert not ctx.get(dut.error)
+    run(dut, bench)
+
+
+def test_cut_through_waits_for_room_for_the_whole_packet():
+    """The downstream VC has 5 credits and never returns any. A 3-flit packet goes through;
+    then a 4-flit packet finds 2 credits: wormhole sends 2 of its flits, cut-through none."""
+    table = RoutingTable(num_ports=2, out_port=(0, 1), dateline=(False,) * 2,
+                         port_dim=(None,) * 2)
+    pkts = [(3, 1), (4, 2)]
+    stream = []
+    for length, tag in pkts:
+        for k in range(length):
+            kind = (FlitKind.HEAD if k == 0 else FlitKind.TAIL if k == length - 1
+                    else FlitKind.BODY)
+            stream.append((kind, head_payload(1, 0, length - 1) if k == 0 else tag << 8 | k))
+    for fc, want in (("wormhole", 5), ("cut_through", 3)):
+        prm = RouterParams(2, num_vcs=1, vc_buf_depth=5, flit_width=32, credit_delay=1,
+                           flow_control=fc)
+        dut = Router(prm, table)
+
+        async def bench(ctx, dut=dut, want=want):
+            await ctx.tick()
+            out, fed, returned = 0, 0, 0
+            for _ in range(40):
+                if fed < len(stream) and fed - returned < 5:
+                    kind, payload = stream[fed]
+                    ctx.set(dut.inp[0].valid, 1)
+                    ctx.set(dut.inp[0].flit, {"kind": kind, "payload": payload})
+                    fed += 1
+                else:
+                    ctx.set(dut.inp[0].valid, 0)
+                returned += ctx.get(dut.inp[0].credit)
+                out += ctx.get(dut.out[1].valid)
+                await ctx.tick()
+            assert fed == len(stream)
+            assert out == want
+            assert not ctx.get(dut.error)
+        run(dut, bench)
