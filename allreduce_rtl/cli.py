@@ -21,34 +21,31 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line naming the problem (exit code 2)."""
 
     def error(self, message):
+        if "expected one argument" in message:
+            message += " (for a value that starts with '-', write it as --option=VALUE)"
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _positive_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive finite number")
-    return value
+def _number_in(kind, low, high, low_open=False):
+    """An argparse type: a ``kind`` (int or float) in [low, high] ((low, high] if low_open);
+    the bounds keep cycle counts within 64-bit integers."""
+    what = "a whole number" if kind is int else "a number"
+
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not (low < value if low_open else low <= value) or not value <= high:
+            lo = f"above {low:g}" if low_open else f"at least {low:g}"
+            raise argparse.ArgumentTypeError(f"{text!r} must be {what} {lo} and at most {high:g}")
+        return value
+    return parse
 
 
-def _nonnegative_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
-    return value
-
-
-def _positive_int(text):
-    value = _nonnegative_int(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
-    return value
+_positive_float = _number_in(float, 0, 1e6, low_open=True)
+_nonnegative_int = _number_in(int, 0, 10**9)
+_positive_int = _number_in(int, 1, 10**12)
 
 
 def _size(text):
@@ -62,19 +59,30 @@ def _network_options(p):
     g = p.add_argument_group("network (defaults: the MultiTree paper's, 1 GHz, 128-bit flits)")
     g.add_argument("--topology", "-t", default=None,
                    help="ring:N, mesh:RxC, torus:RxC, fattree:KxL or bigraph:MxS")
-    g.add_argument("--link-bandwidth", type=_positive_float, default=DEFAULT_LINK_BANDWIDTH,
+    g.add_argument("--link-bandwidth", type=_number_in(float, 0.001, 1e6),
+                   default=DEFAULT_LINK_BANDWIDTH,
                    metavar="GBPS", help="GB/s per link per direction (default %(default)s)")
-    g.add_argument("--link-latency", type=_nonnegative_int, default=DEFAULT_LINK_LATENCY,
+    g.add_argument("--link-latency", type=_number_in(int, 0, 10**6), default=DEFAULT_LINK_LATENCY,
                    metavar="CYCLES", help="cycles per link (default %(default)s)")
-    g.add_argument("--flit-bytes", type=_positive_int, default=16, metavar="BYTES",
-                   help="flit size in bytes (default %(default)s)")
-    g.add_argument("--frequency", type=_positive_float, default=1.0, metavar="GHZ",
-                   help="network clock in GHz (default %(default)s)")
+    g.add_argument("--flit-bytes", type=_number_in(int, 1, 4096), default=16, metavar="BYTES",
+                   help="flit size in bytes; a message of B bytes is ceil(B/flit) flits, each "
+                   "taking flit*frequency/bandwidth cycles on a link (default %(default)s)")
+    g.add_argument("--frequency", type=_number_in(float, 0, 100, low_open=True), default=1.0,
+                   metavar="GHZ", help="network clock in GHz (default %(default)s)")
+
+
+def _version():
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("allreduce-rtl")
+    except PackageNotFoundError:   # running from a checkout that is not installed
+        return "unknown"
 
 
 def build_parser():
     parser = _Parser(prog=PROG, description="Design, generate and verify all-reduce network "
                      "hardware; compare all-reduce algorithms with the golden model.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("compare", help="time every algorithm on one topology and size")
@@ -87,7 +95,8 @@ def build_parser():
     p.set_defaults(func=commands.cmd_compare, topology_default="torus:8x8")
 
     p = sub.add_parser("schedule", help="build one algorithm's schedule and write it as JSON")
-    _network_options(p)
+    p.add_argument("--topology", "-t", default=None,
+                   help="ring:N, mesh:RxC, torus:RxC, fattree:KxL or bigraph:MxS")
     p.add_argument("--algorithm", "-a", required=True)
     size = p.add_mutually_exclusive_group()
     size.add_argument("--size", "-s", type=_size, default=None,
@@ -97,7 +106,9 @@ def build_parser():
     p.add_argument("--out", "-o", default=None, metavar="FILE.json",
                    help="write the whole schedule (every transfer) to this file")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.set_defaults(func=commands.cmd_schedule, topology_default="torus:4x4")
+    p.set_defaults(func=commands.cmd_schedule, topology_default="torus:4x4",
+                   link_bandwidth=DEFAULT_LINK_BANDWIDTH, link_latency=DEFAULT_LINK_LATENCY,
+                   flit_bytes=16, frequency=1.0)
 
     p = sub.add_parser("sweep", help="speed-up over ring against size: a CSV and a PNG plot")
     _network_options(p)
@@ -165,7 +176,8 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        args.topo = parse_topology(args.topology or args.topology_default,
+        args.topo = parse_topology(args.topology if args.topology is not None
+                                   else args.topology_default,
                                    link_bandwidth=args.link_bandwidth,
                                    link_latency=args.link_latency)
         return args.func(args) or 0

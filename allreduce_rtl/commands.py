@@ -12,7 +12,7 @@ from golden_model.errors import ConfigError
 from golden_model.timing import TimingParams
 from golden_model.units import format_size, parse_size
 
-from .output import atomic_write, format_table
+from .output import atomic_write, atomic_write_many, check_writable_file, ensure_folder, format_table
 
 COMPARE_COLUMNS = [("algorithm", "algorithm", "{}"), ("steps", "steps", "{}"),
                    ("tree_steps", "tree steps", "{}"), ("cycles", "cycles", "{:,}"),
@@ -30,7 +30,7 @@ def _params(args):
 
 
 def _algorithms(args):
-    return parse_algorithms(args.algorithms) if args.algorithms else None
+    return parse_algorithms(args.algorithms) if args.algorithms is not None else None
 
 
 def _note(name, reason):
@@ -65,7 +65,7 @@ def cmd_schedule(args):
     sched = build_schedule(args.algorithm, args.topo, elements)
     summary = sched.summary()
     summary.pop("ring_order", None)
-    if args.out:
+    if args.out is not None:
         atomic_write(args.out, json.dumps(sched.to_json()) + "\n")
         summary["out"] = str(args.out)
     if args.json:
@@ -93,13 +93,16 @@ def parse_size_range(text):
 
 
 def cmd_sweep(args):
-    from .plots import plot_speedup
+    from .plots import render_speedup
     params = _params(args)
     sizes = parse_size_range(args.sizes)
     for s in sizes:
         elements_for(s, params)
     names = _algorithms(args)
-    out = Path(args.out or f"out/sweep-{args.topo.spec.replace(':', '-')}")
+    out = ensure_folder(args.out if args.out is not None
+                        else f"out/sweep-{args.topo.spec.replace(':', '-')}")
+    for name in ("sweep.csv", "speedup.png"):   # refuse a bad target before the sweep runs
+        check_writable_file(out / name)
     rows, skipped = [], set()
     for size in tqdm(sizes, desc=f"sweep {args.topo.spec}", unit="size", file=sys.stderr):
         report = compare(args.topo, size, names, params)
@@ -109,10 +112,11 @@ def cmd_sweep(args):
         _note(name, "cannot run on this topology")
     cols = ["size_bytes", "algorithm", "steps", "cycles", "time_us", "algbw_GBps", "busbw_GBps",
             "speedup_vs_ring", "ratio_to_lower_bound"]
-    csv = ",".join(cols) + "\n" + "".join(",".join(str(r[c]) for c in cols) + "\n" for r in rows)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write(out / "sweep.csv", csv)
-    plot_speedup(rows, args.topo.spec, out / "speedup.png")
+    def cell(v):
+        return f"{v:.6g}" if isinstance(v, float) else "" if v is None else str(v)
+    csv = ",".join(cols) + "\n" + "".join(",".join(cell(r[c]) for c in cols) + "\n" for r in rows)
+    atomic_write_many({out / "sweep.csv": csv,
+                       out / "speedup.png": render_speedup(rows, args.topo.spec)})
     print(f"wrote {out / 'sweep.csv'} and {out / 'speedup.png'} "
           f"({len(sizes)} sizes x {len(rows) // len(sizes)} algorithms)")
     return 0

@@ -14,7 +14,7 @@ def _umask():
     return mask
 
 
-def _target(path):
+def check_writable_file(path):
     """The regular file ``path`` names (through symlinks), checked before anything is written.
 
     Raises
@@ -47,7 +47,7 @@ def atomic_write_many(files):
         If a target is not a regular file, its folder is missing, or a write fails (the message
         names the path and the reason).
     """
-    targets = [(_target(path), path, data) for path, data in files.items()]
+    targets = [(check_writable_file(path), path, data) for path, data in files.items()]
     written = []
     try:
         for real, path, data in targets:

@@ -1,6 +1,8 @@
 """The command line: outputs, files, and bad input (exit 2, one line, no traceback)."""
 
 import json
+import os
+import stat
 import subprocess
 import sys
 
@@ -97,6 +99,16 @@ def test_sweep_writes_csv_and_plot(tmp_path, capsys):
     (["sweep", "-t", "torus:4x4", "--sizes", "64MiB:32KiB"], "64MiB:32KiB"),
     (["sweep", "-t", "torus:4x4", "--sizes", "32KiB"], "32KiB"),
     (["frobnicate"], "frobnicate"),
+    (["compare", "-t", ""], "''"),
+    (["compare", "-t", "torus:4x4", "-a", ""], "empty algorithm list"),
+    (["compare", "-t", "ring:4", "-s", "8192GiB"], "too large"),
+    (["compare", "--link-latency", "99999999999999999999"], "99999999999999999999"),
+    (["compare", "--frequency", "1e30"], "1e30"),
+    (["compare", "--link-bandwidth", "1e-9"], "1e-9"),
+    (["compare", "-t", "ring:\u0664"], "ring:N"),
+    (["schedule", "-t", "ring:4", "-a", "ring", "--out", "/dev/null"], "not a regular file"),
+    (["schedule", "-t", "ring:4", "-a", "ring", "--out", ""], "empty"),
+    (["sweep", "-t", "ring:4", "--sizes", "32KiB:64KiB", "--out", "/etc/hostname"], "is a file"),
 ])
 def test_bad_input(argv, needle, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -113,3 +125,41 @@ def test_console_script_exit_code():
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "torus:RxC" in proc.stderr
+
+
+def test_algorithm_names_ignore_case(capsys):
+    report = run_json(capsys, "compare", "-t", "ring:4", "-s", "64KiB", "-a", "RING,MultiTree",
+                      "--json")
+    assert [r["algorithm"] for r in report["results"]] == ["ring", "multitree"]
+
+
+def test_one_node_reports_null_not_infinity(capsys):
+    assert main(["compare", "-t", "ring:1", "-s", "4KiB", "--json"]) == 0
+    text = capsys.readouterr().out
+    assert "Infinity" not in text
+    report = json.loads(text)
+    assert all(r["cycles"] == 0 and r["algbw_GBps"] is None and r["speedup_vs_ring"] is None
+               for r in report["results"])
+
+
+def test_sweep_checks_its_folder_first_and_writes_both_files(tmp_path, capsys):
+    (tmp_path / "speedup.png").mkdir()
+    with pytest.raises(SystemExit) as exc:
+        sys.exit(main(["sweep", "-t", "ring:4", "--sizes", "32KiB:64KiB", "--out", str(tmp_path)]))
+    assert exc.value.code == 2
+    assert not (tmp_path / "sweep.csv").exists()
+    assert "speedup.png" in capsys.readouterr().err
+
+
+def test_written_files_follow_the_umask(tmp_path, capsys):
+    out = tmp_path / "s.json"
+    old = os.umask(0o022)
+    try:
+        assert main(["schedule", "-t", "ring:4", "-a", "ring", "--out", str(out)]) == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+    link = tmp_path / "link.json"
+    link.symlink_to(out)
+    assert main(["schedule", "-t", "ring:4", "-a", "multitree", "--out", str(link)]) == 0
+    assert link.is_symlink() and json.loads(out.read_text())["algorithm"] == "multitree"

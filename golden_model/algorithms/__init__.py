@@ -42,7 +42,9 @@ def build_schedule(name, topology, num_elements):
 
 def parse_algorithms(text):
     """Split a comma-separated list of algorithm names; ``ConfigError`` on an unknown or empty one."""
-    names = [a.strip() for a in str(text).split(",")]
+    names = [a.strip().lower() for a in str(text).split(",")]
+    if names == [""]:
+        raise ConfigError(f"empty algorithm list: expected one or more of {', '.join(ALGORITHMS)}")
     for a in names:
         if a not in ALGORITHMS:
             raise ConfigError(f"unknown algorithm {a!r}: expected one of {', '.join(ALGORITHMS)}")
