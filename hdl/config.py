@@ -26,7 +26,8 @@ FIELD_ADDR_BITS = 20
 MAX_PORTS = 8
 
 
-def _check_int(name, value, lo, hi=None):
+def check_int(name, value, lo, hi=None):
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is an integer in ``lo..hi``."""
     if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
             or value < lo or (hi is not None and value > hi)):
         bound = f"an integer >= {lo}" if hi is None else f"an integer in {lo}..{hi}"
@@ -94,23 +95,23 @@ class NIConfig:
     link_latency: int = 4
 
     def __post_init__(self):
-        _check_int("num_ports", self.num_ports, 1, MAX_PORTS)
-        _check_int("elem_width", self.elem_width, 1)
-        _check_int("elems_per_flit", self.elems_per_flit, 1)
+        check_int("num_ports", self.num_ports, 1, MAX_PORTS)
+        check_int("elem_width", self.elem_width, 1)
+        check_int("elems_per_flit", self.elems_per_flit, 1)
         if self.flit_width < SCHEDULE_ROW_BITS:
             raise ValueError(
                 f"flit width elem_width * elems_per_flit = {self.elem_width} * "
                 f"{self.elems_per_flit} = {self.flit_width} bits is too narrow: a schedule-table "
                 f"row ({SCHEDULE_ROW_BITS} bits) must fit in one host word")
-        _check_int("buffer_depth", self.buffer_depth, 2, 1 << FIELD_ADDR_BITS)
-        _check_int("table_depth", self.table_depth, 2, 1 << 16)
-        _check_int("max_chunks", self.max_chunks, 1, 256)
-        _check_int("rx_buffer_depth", self.rx_buffer_depth, 2)
+        check_int("buffer_depth", self.buffer_depth, 2, 1 << FIELD_ADDR_BITS)
+        check_int("table_depth", self.table_depth, 2, 1 << 16)
+        check_int("max_chunks", self.max_chunks, 1, 256)
+        check_int("rx_buffer_depth", self.rx_buffer_depth, 2)
         if self.flow_control not in FLOW_CONTROL_MODES:
             raise ValueError(f"flow_control must be one of {', '.join(map(repr, FLOW_CONTROL_MODES))}, "
                              f"not {self.flow_control!r}")
-        _check_int("submessage_flits", self.submessage_flits, 1)
-        _check_int("link_latency", self.link_latency, 0)
+        check_int("submessage_flits", self.submessage_flits, 1)
+        check_int("link_latency", self.link_latency, 0)
         if self.flow_control == "message" and self.rx_buffer_depth < self.submessage_flits:
             raise ValueError(
                 f"rx_buffer_depth {self.rx_buffer_depth!r} is smaller than submessage_flits "

@@ -4,10 +4,11 @@ One frozen, validated dataclass, like ``hdl.config.NIConfig``: a bad value is re
 construction, with a ``ValueError`` naming it.
 """
 
-import numbers
 from dataclasses import dataclass
 
 from amaranth.utils import ceil_log2
+
+from ..config import check_int
 
 __all__ = ["CXLMemConfig", "LINE_BYTES", "LINE_BITS", "LINE_ELEMENTS", "ADDR_BITS", "TAG_BITS"]
 
@@ -22,15 +23,8 @@ ADDR_BITS = 46
 TAG_BITS = 16
 
 
-def _check_int(name, value, lo, hi=None):
-    if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
-            or value < lo or (hi is not None and value > hi)):
-        bound = f"an integer >= {lo}" if hi is None else f"an integer in {lo}..{hi}"
-        raise ValueError(f"{name} must be {bound}, not {value!r}")
-
-
 def _check_pow2(name, value, lo, hi):
-    _check_int(name, value, lo, hi)
+    check_int(name, value, lo, hi)
     if value & (value - 1):
         raise ValueError(f"{name} must be a power of two in {lo}..{hi}, not {value!r}")
 
@@ -97,18 +91,18 @@ class CXLMemConfig:
 
     def __post_init__(self):
         _check_pow2("num_banks", self.num_banks, 1, 16)
-        _check_int("num_lines", self.num_lines, 2 * self.num_banks, 1 << 24)
+        check_int("num_lines", self.num_lines, 2 * self.num_banks, 1 << 24)
         if self.num_lines % self.num_banks:
             raise ValueError(f"num_lines must be a multiple of num_banks = {self.num_banks}, "
                              f"not {self.num_lines!r}")
-        _check_int("req_credits", self.req_credits, 2, 64)
-        _check_int("rwd_credits", self.rwd_credits, 2, 64)
-        _check_int("ndr_depth", self.ndr_depth, 2, 64)
-        _check_int("drs_depth", self.drs_depth, 2, 64)
-        _check_int("hold_slots", self.hold_slots, 2, 32)
+        check_int("req_credits", self.req_credits, 2, 64)
+        check_int("rwd_credits", self.rwd_credits, 2, 64)
+        check_int("ndr_depth", self.ndr_depth, 2, 64)
+        check_int("drs_depth", self.drs_depth, 2, 64)
+        check_int("hold_slots", self.hold_slots, 2, 32)
         _check_pow2("num_tensors", self.num_tensors, 2, 256)
-        _check_int("max_group_shift", self.max_group_shift, 0, 16)
-        _check_int("default_timeout", self.default_timeout, 1, (1 << 32) - 1)
+        check_int("max_group_shift", self.max_group_shift, 0, 16)
+        check_int("default_timeout", self.default_timeout, 1, (1 << 32) - 1)
 
     @property
     def line_bits(self):
