@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Latency against offered load, and saturation throughput, of the router network (RTL).
 
-Runs ``hdl.router.RouterNetwork`` on mesh:4x4 (default) under uniform random traffic in cocotb
+Runs ``hdl.router.RouterNetwork`` on mesh:4x4 (default; ``--topology`` takes any mesh, torus,
+fat-tree or BiGraph) under uniform random traffic in cocotb
 (Verilator by default) at a sweep of offered loads, with sinks always ready, and plots the mean
 packet latency (creation to tail ejection, source queueing included, as BookSim measures it)
 against the offered load to a PNG, with:
@@ -9,9 +10,10 @@ against the offered load to a PNG, with:
 * the golden timing model's zero-load prediction (``golden_model.timing.simulate`` of a lone
   transfer of each packet over its route, averaged over the traffic's source/destination pairs
   and packet lengths): it counts link latency and serialisation only, no router pipeline;
-* the documented RTL zero-load latency (docs/hardware.md "Router": ``6 + H (4 + L) + F - 1``),
-  i.e. the golden model plus the router pipeline (4 cycles per hop) and the injection/ejection
-  registers.
+* the documented RTL zero-load latency (``hdl.router.network.path_cost``, docs/hardware.md
+  "Router": ``2 + 4 R + L K + F - 1`` over R routers and K links; ``6 + H (4 + L) + F - 1`` on a
+  mesh), i.e. the golden model plus the router pipeline (4 cycles per router) and the
+  injection/ejection registers.
 
 Saturation throughput is the largest accepted throughput (flits ejected per cycle per terminal
 in the measurement window) over the sweep; the script also reports the offered load at which the
@@ -66,9 +68,12 @@ def golden_zero_load(topology, lengths, flit_bytes, element_bytes):
 
 
 def rtl_zero_load(topology, lengths, link_latency):
-    vals = [6 + len(topology.route(s, d)) * (4 + link_latency) + f - 1
-            for f in lengths for s in topology.nodes for d in topology.nodes]
-    return statistics.fmean(vals)
+    """Mean documented RTL zero-load latency (head accepted to tail ejected) over every
+    (src, dst, length) of uniform random traffic."""
+    from hdl.router.network import path_cost
+    heads = [path_cost(topology, s, d, link_latency=link_latency).head_latency
+             for s in topology.nodes for d in topology.nodes]
+    return statistics.fmean(heads) + statistics.fmean(lengths) - 1
 
 
 def main(argv=None):

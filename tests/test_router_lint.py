@@ -4,6 +4,7 @@ import pytest
 
 from golden_model.topology import parse_topology
 from hdl.router import Router, RouterNetwork, RouterParams, switch_table, to_verilog
+from hdl.router.network import router_modules
 from tb.toolchain import lint_verilog
 
 
@@ -16,11 +17,18 @@ from tb.toolchain import lint_verilog
                  marks=pytest.mark.slow),
     ("mesh:2x3", dict(num_vcs=1, vc_buf_depth=2, flit_width=32, link_latency=0,
                       concentration=2)),
-], ids=["mesh-4x4", "torus-3x3-vct", "torus-4x4-vct", "mesh-2x3-conc2-1vc"])
+    # fat-tree: leaf switches use 8 ports, roots 4 (ports 4..7 tied off); BiGraph: VC classes
+    ("fattree:4x2", dict(num_vcs=2, vc_buf_depth=4, flit_width=64, link_latency=1)),
+    pytest.param("bigraph:4x4", dict(num_vcs=4, vc_buf_depth=6, flit_width=56, link_latency=2,
+                                     credit_delay=2, flow_control="cut_through"),
+                 marks=pytest.mark.slow),
+], ids=["mesh-4x4", "torus-3x3-vct", "torus-4x4-vct", "mesh-2x3-conc2-1vc", "fattree-4x2",
+        "bigraph-4x4-vct"])
 def test_lint_router_network(tmp_path, spec, args):
     path = tmp_path / "router_network.v"
     text = to_verilog(RouterNetwork(parse_topology(spec), **args), path)
     assert "module router_network(" in text and "module router_network_router(" in text
+    assert router_modules(text) == ["router_network_router"]    # the router converted once
     lint_verilog(path, "router_network")
 
 

@@ -1,4 +1,5 @@
-"""The router network under random traffic, in cocotb on Icarus and Verilator.
+"""The router network (mesh, torus, fat-tree, BiGraph) under random traffic, in cocotb on Icarus
+and Verilator.
 
 Every scenario checks that no flit is lost, duplicated, reordered or corrupted within its packet,
 that every packet reaches its destination terminal, and that nothing stalls (deadlock) while
@@ -11,6 +12,7 @@ import time
 import pytest
 
 from golden_model.topology import parse_topology
+from hdl.router.network import path_cost
 from tb.router.build import RouterBuild
 from tb.router.traffic import TrafficSpec
 
@@ -29,21 +31,37 @@ CONFIGS = {
     # concentration: 2 terminals per router, wire links (latency 0), 3 VCs of 4 flits
     "mesh2x2-conc2": ("mesh:2x2", dict(num_vcs=3, vc_buf_depth=4, flit_width=56,
                                        link_latency=0, credit_delay=1, concentration=2)),
+    # indirect networks: one router per switch, endpoint links to and from the switches
+    "fattree-wormhole": ("fattree:4x2", dict(num_vcs=2, vc_buf_depth=8, flit_width=56,
+                                             link_latency=1, credit_delay=1,
+                                             flow_control="wormhole")),
+    # BiGraph's routes need two VC classes: 2 VCs = one VC per class on switch-to-switch links
+    "bigraph-wormhole": ("bigraph:4x4", dict(num_vcs=2, vc_buf_depth=8, flit_width=56,
+                                             link_latency=1, credit_delay=1,
+                                             flow_control="wormhole")),
+    "bigraph-vct": ("bigraph:4x4", dict(num_vcs=4, vc_buf_depth=6, flit_width=56,
+                                        link_latency=2, credit_delay=2,
+                                        flow_control="cut_through")),
 }
+INDIRECT = ("fattree-wormhole", "bigraph-wormhole", "bigraph-vct")
 
 
-def scenarios(cycles, seed=1, heavy=False):
-    """Uniform random at a low, a medium and (heavy) a saturating rate, transpose, hot spot;
-    ejection ports accept with probability 0.75 (random back-pressure)."""
+def scenarios(cycles, seed=1, heavy=False, grid=True):
+    """Uniform random at a low, a medium and (heavy) a saturating rate, transpose (``grid``;
+    else a second hot spot), hot spot; ejection ports accept with probability 0.75 (random
+    back-pressure)."""
     s = [
         TrafficSpec("uniform", 0.08, cycles, ready=0.75, seed=seed),
         TrafficSpec("uniform", 0.3, cycles, ready=0.75, seed=seed + 1),
-        TrafficSpec("transpose", 0.25, cycles, ready=0.75, seed=seed + 2),
+        TrafficSpec("transpose", 0.25, cycles, ready=0.75, seed=seed + 2) if grid else
+        TrafficSpec("hotspot", 0.25, cycles, ready=0.75, hot=12, hot_fraction=0.4,
+                    seed=seed + 2),
         TrafficSpec("hotspot", 0.15, cycles, ready=0.75, hot=5, seed=seed + 3),
     ]
     if heavy:
         s.append(TrafficSpec("uniform", 0.7, cycles, ready=0.9, seed=seed + 4))
-        s.append(TrafficSpec("transpose", 0.6, cycles, ready=1.0, seed=seed + 5))
+        s.append(TrafficSpec("transpose", 0.6, cycles, ready=1.0, seed=seed + 5) if grid else
+                 TrafficSpec("uniform", 0.9, cycles, lengths=(4, 5), ready=1.0, seed=seed + 5))
     return s
 
 
@@ -91,11 +109,26 @@ def test_router_traffic_verilator(config):
     check(run, f"verilator {config} (build {time.perf_counter() - t0 - run.wall_s:.1f} s)")
 
 
+@pytest.mark.parametrize("sim", ["icarus", "verilator"])
+@pytest.mark.parametrize("config", ["fattree-wormhole", "bigraph-wormhole",
+                                    pytest.param("bigraph-vct", marks=pytest.mark.slow)])
+def test_router_traffic_indirect(sim, config):
+    """Fat-tree and BiGraph: uniform random and hot spot with sink back-pressure (Verilator:
+    longer, plus saturating uniform traffic)."""
+    b = build_for(sim, config)
+    t0 = time.perf_counter()
+    b.build()
+    cycles, heavy = (250, False) if sim == "icarus" else (1500, True)
+    run = b.run(scenarios(cycles, seed=31, heavy=heavy, grid=False), name=config)
+    check(run, f"{sim} {config} (build {time.perf_counter() - t0 - run.wall_s:.1f} s)")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("config", ["mesh-wormhole", "torus-vct"])
+@pytest.mark.parametrize("config", ["mesh-wormhole", "torus-vct", "fattree-wormhole",
+                                    "bigraph-wormhole"])
 def test_router_traffic_verilator_more_configs(config):
     b = build_for("verilator", config)
-    run = b.run(scenarios(3000, seed=21, heavy=True), name=config)
+    run = b.run(scenarios(3000, seed=21, heavy=True, grid=config not in INDIRECT), name=config)
     check(run, f"verilator {config}")
 
 
@@ -117,34 +150,39 @@ def test_router_soak_one_million_flits_verilator(config):
     assert sum(r["flits_delivered"] for r in run.scenarios) >= 1_000_000
 
 
-def zero_load_latency(topology, src, dest, length, link_latency):
-    """Documented zero-load latency (docs/hardware.md, "Router"): head accepted on ``inject``
-    in cycle 0, tail on ``eject`` in cycle ``6 + H (4 + L) + length - 1``."""
-    hops = len(topology.route(src, dest))
-    return 6 + hops * (4 + link_latency) + length - 1
-
-
-@pytest.mark.parametrize("config", ["mesh-vct", "torus-wormhole"])
+@pytest.mark.parametrize("config", ["mesh-vct", "torus-wormhole", "fattree-wormhole",
+                                    "bigraph-wormhole"])
 def test_router_zero_load_latency_verilator(config):
     """At 1% load with sinks always ready, the smallest latency of every (source, destination,
-    length) is the documented zero-load latency, and no packet is faster."""
+    length) is the documented zero-load latency (``RouterNetwork.zero_load_latency``: head
+    ``2 + 4 R + L K`` over R routers and K links, tail F - 1 cycles later), and no packet is
+    faster."""
     b = build_for("verilator", config)
     run = b.run([TrafficSpec("uniform", 0.01, 6000, ready=1.0, seed=5)], name="zero-load")
     check(run, f"verilator zero load {config}")
-    topo = b.topology
-    latency = b.network_args["link_latency"]
+    args = b.network_args
     samples = run.scenarios[0]["head_latency_by_hops"]
     assert len(samples) > 200
     exact = 0
     for src, dest, length, lat in samples:
-        want = zero_load_latency(topo, src, dest, length, latency)
+        want = path_cost(b.topology, src, dest, link_latency=args["link_latency"],
+                         concentration=args.get("concentration", 1)).latency(length)
         assert lat >= want, (src, dest, length, lat, want)
         exact += lat == want
     assert exact >= 0.95 * len(samples), f"{exact} of {len(samples)} at the zero-load latency"
 
 
+def test_zero_load_latency_formula_on_grids():
+    """The network's formula is the mesh/torus one documented before: ``6 + H (4 + L)``."""
+    for spec in ("mesh:4x4", "torus:4x4"):
+        topo = parse_topology(spec)
+        for s, d in ((0, 0), (0, 5), (3, 12), (15, 1)):
+            hops = len(topo.route(s, d))
+            assert path_cost(topo, s, d, link_latency=3).latency(4) == 6 + hops * (4 + 3) + 3
+
+
 #: Saturating traffic that deadlocks a 4x4 torus without dateline VC classes in about 1500
-#: cycles (test_torus_without_datelines_deadlocks).
+#: cycles (test_without_vc_classes_deadlocks_verilator).
 WRAP_STRESS = TrafficSpec("uniform", 0.9, 5000, lengths=(4, 5), ready=1.0, seed=3)
 
 
@@ -154,15 +192,27 @@ def test_torus_datelines_survive_wrap_stress_verilator():
     check(run, "verilator torus wrap stress")
 
 
+def test_bigraph_vc_classes_survive_saturation_verilator():
+    """BiGraph's routes have cyclic channel dependencies (s0 -> s2 -> s1 -> s3 -> s0); with the
+    two VC classes of ``switch_tables`` saturating traffic still drains."""
+    b = build_for("verilator", "bigraph-wormhole")
+    run = b.run([WRAP_STRESS], name="bigraph-stress", stall_cycles=2000)
+    check(run, "verilator bigraph saturation")
+
+
 @pytest.mark.slow
-def test_torus_without_datelines_deadlocks_verilator():
-    """Ablation: the same network with every VC allowed on every hop (no datelines) deadlocks
-    under the wrap stress, and the testbench reports it as a stall: evidence that the traffic
-    tests would catch a deadlock."""
-    spec, args = CONFIGS["torus-wormhole"]
+@pytest.mark.parametrize("config", ["torus-wormhole", "bigraph-wormhole"])
+def test_without_vc_classes_deadlocks_verilator(config):
+    """Ablation: the same network with every VC allowed on every hop (``datelines=False``: no
+    torus datelines, or BiGraph's cyclic channel dependencies s0 -> s2 -> s1 -> s3 -> s0
+    unbroken) deadlocks under the saturating traffic that the VC classes drain
+    (``test_torus_datelines_survive_wrap_stress_verilator``,
+    ``test_bigraph_vc_classes_survive_saturation_verilator``), and the testbench reports it as
+    a stall: evidence that the traffic tests would catch a deadlock."""
+    spec, args = CONFIGS[config]
     b = RouterBuild(parse_topology(spec), "verilator", {**args, "datelines": False},
                     cxx_opt="-O0")
-    run = b.run([WRAP_STRESS], name="no-datelines", stall_cycles=2000)
+    run = b.run([WRAP_STRESS], name="no-vc-classes", stall_cycles=2000)
     assert not run.ok
     assert run.scenarios[0]["status"] == "stall", run.message
     assert "deadlock" in run.message

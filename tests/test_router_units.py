@@ -13,7 +13,9 @@ from hdl.flit import FlitKind
 from hdl.router import (Crossbar, RoundRobinArbiter, RouteCompute, Router, RouterNetwork,
                         RouterParams, RoutingTable, SwitchAllocator, VCAllocator, grid_tables,
                         head_payload, switch_table)
-from hdl.router.routing import NUM_GRID_PORTS, grid_neighbor, walk
+from hdl.router.network import EJECTION_CYCLES, INJECTION_CYCLES, ROUTER_CYCLES, path_cost
+from hdl.router.routing import (NUM_GRID_PORTS, dependency_cycle, grid_neighbor, switch_tables,
+                                walk)
 
 
 def run(dut, bench):
@@ -53,8 +55,12 @@ def test_router_rejects_mismatched_table_and_odd_torus_vcs():
         Router(RouterParams(5, 3), torus[0])
     with pytest.raises(ValueError, match="num_vcs must be even.*1"):
         RouterNetwork(parse_topology("torus:4x4"), num_vcs=1)
-    with pytest.raises(ValueError, match="mesh or torus.*fattree"):
-        RouterNetwork(parse_topology("fattree:4x2"))
+    with pytest.raises(ValueError, match="mesh, torus, fat-tree or BiGraph.*ring:4"):
+        RouterNetwork(parse_topology("ring:4"))
+    with pytest.raises(ValueError, match="concentration must be 1 on fattree:4x2.*2"):
+        RouterNetwork(parse_topology("fattree:4x2"), concentration=2)
+    with pytest.raises(ValueError, match="num_vcs must be even on bigraph:4x4.*cyclic.*3"):
+        RouterNetwork(parse_topology("bigraph:4x4"), num_vcs=3)
     with pytest.raises(ValueError, match="concentration.*0"):
         RouterNetwork(parse_topology("mesh:2x2"), concentration=0)
     with pytest.raises(ValueError, match="link_latency.*-1"):
@@ -243,6 +249,54 @@ def test_switch_tables_follow_golden_routes(spec):
 def test_switch_table_rejects_a_node():
     with pytest.raises(ValueError, match="not a switch"):
         switch_table(parse_topology("fattree:4x2"), 3)
+    with pytest.raises(ValueError, match="num_ports must be an integer >= 8.*5"):
+        switch_table(parse_topology("fattree:4x2"), "s0", num_ports=5)
+    with pytest.raises(ValueError, match="fat-tree or BiGraph.*mesh:2x2"):
+        switch_tables(parse_topology("mesh:2x2"))
+    with pytest.raises(ValueError, match="vc_classes.*3"):
+        switch_tables(parse_topology("fattree:4x2"), vc_classes=3)
+
+
+@pytest.mark.parametrize("spec, ports, classes", [
+    ("fattree:4x2", 8, 1), ("fattree:2x3", 4, 1), ("bigraph:4x4", 6, 2), ("bigraph:2x8", 6, 2)])
+def test_switch_tables_reach_every_destination_without_deadlock(spec, ports, classes):
+    """``switch_tables``: one port count (the largest degree), every (source, destination) walk
+    follows the golden route to the destination's port, an acyclic channel dependency graph,
+    and two VC classes only where one class has a cycle (BiGraph's transits)."""
+    topo = parse_topology(spec)
+    tables = switch_tables(topo)
+    g = topo.graph
+    assert {t.num_ports for t in tables} == {ports}
+    assert {t.vc_classes for t in tables} == {classes}
+    for s, d in itertools.product(topo.nodes, repeat=2):
+        hops = walk(topo, tables, s, d)
+        links = [(sw, list(g.successors(sw))[port]) for sw, port, _ in hops]
+        assert links[-1][1] == d and hops[-1][2] is None     # any VC into the endpoint
+        if s != d:
+            assert tuple(links) == topo.route(s, d)[1:]
+        if classes == 2:
+            # class 1 exactly on the switch-to-switch hop into the destination's switch
+            assert [c for _, _, c in hops[:-1]] == [0] * (len(hops) - 2) + [1] * (len(hops) > 1)
+    assert dependency_cycle(topo, tables) is None
+    one = dependency_cycle(topo, switch_tables(topo, vc_classes=1))
+    assert (one is not None) == (classes == 2)
+    if one:
+        assert one[0] == one[-1] and len(one) >= 3
+
+
+def test_path_cost_counts_routers_links_and_cycles():
+    assert (ROUTER_CYCLES, INJECTION_CYCLES, EJECTION_CYCLES) == (4, 1, 1)
+    ft, bg, mesh = (parse_topology(x) for x in ("fattree:4x2", "bigraph:4x4", "mesh:4x4"))
+    # (topology, src, dst, routers, links)
+    for topo, s, d, r, k in [(ft, 0, 0, 1, 2), (ft, 0, 3, 1, 2), (ft, 0, 15, 3, 4),
+                             (bg, 0, 1, 1, 2), (bg, 0, 9, 2, 3), (bg, 0, 5, 3, 4),
+                             (mesh, 0, 0, 1, 0), (mesh, 0, 15, 7, 6)]:
+        cost = path_cost(topo, s, d, link_latency=2)
+        assert (cost.routers, cost.links) == (r, k), (topo.spec, s, d)
+        assert cost.head_latency == 2 + 4 * r + 2 * k
+        assert cost.latency(5) == cost.head_latency + 4
+    with pytest.raises(ValueError, match="dst must be a terminal 0..15.*16"):
+        path_cost(ft, 0, 16)
 
 
 @pytest.mark.parametrize("spec, v", [("torus:4x4", 2), ("torus:4x4", 4), ("mesh:4x4", 2)])
@@ -352,3 +406,58 @@ def test_cut_through_waits_for_room_for_the_whole_packet():
             assert out == want
             assert not ctx.get(dut.error)
         run(dut, bench)
+
+
+# --- a whole fat-tree / BiGraph network: zero-load timing ----------------------------------------
+
+@pytest.mark.parametrize("spec, link_latency, pairs", [
+    # same switch, itself, up and down through a root / through the other half, a transit
+    pytest.param("fattree:4x2", 1, [(0, 2), (5, 5), (0, 15), (9, 4)],
+                 marks=pytest.mark.slow),    # 25 s, most of it elaborating for amaranth.sim
+    ("bigraph:4x4", 2, [(0, 1), (0, 9), (0, 5), (13, 2)]),
+])
+def test_indirect_network_zero_load_latency(spec, link_latency, pairs):
+    """One 3-flit packet at a time through an empty fat-tree / BiGraph network in amaranth.sim:
+    the head reaches ``eject`` exactly ``path_cost(...).head_latency`` cycles after it was
+    accepted, the body and tail follow one per cycle, at the destination only. (Every pair is
+    measured in Verilator by ``test_router_zero_load_latency_verilator``.)"""
+    topo = parse_topology(spec)
+    net = RouterNetwork(topo, num_vcs=2, vc_buf_depth=8, flit_width=32,
+                        link_latency=link_latency)
+    n = net.num_terminals
+    got = {}
+
+    async def bench(ctx):
+        for t in range(n):
+            ctx.set(net.eject[t].ready, 1)
+        for s, d in pairs:
+            flits = [(FlitKind.HEAD, head_payload(d, s, 2)), (FlitKind.BODY, s),
+                     (FlitKind.TAIL, d)]
+            sent, seen, t0 = 0, [], None
+            for cycle in range(100):
+                if sent < 3:
+                    ctx.set(net.inject[s].valid, 1)
+                    ctx.set(net.inject[s].payload, {"kind": flits[sent][0],
+                                                    "payload": flits[sent][1]})
+                else:
+                    ctx.set(net.inject[s].valid, 0)
+                accepted = sent < 3 and ctx.get(net.inject[s].ready)
+                for t in (d, (d + 1) % n):
+                    if ctx.get(net.eject[t].valid):
+                        f = ctx.get(net.eject[t].payload)
+                        seen.append((t, cycle - t0, f.kind, f.payload))
+                await ctx.tick()
+                if accepted:
+                    t0 = cycle if t0 is None else t0
+                    sent += 1
+                if len(seen) == 3:
+                    break
+            got[(s, d)] = seen
+        assert not ctx.get(net.error)
+    run(net, bench)
+    for (s, d), seen in got.items():
+        head = net.zero_load_latency(s, d)
+        assert seen[0][1] == path_cost(topo, s, d, link_latency=link_latency).head_latency
+        assert seen == [(d, head, FlitKind.HEAD, head_payload(d, s, 2)),
+                        (d, head + 1, FlitKind.BODY, s), (d, head + 2, FlitKind.TAIL, d)], (s, d)
+        assert net.zero_load_latency(s, d, length=3) == head + 2

@@ -1,16 +1,38 @@
-"""``RouterNetwork``: one ``Router`` per node of a mesh or torus, one ``RouterLink`` per directed
-link, and the local injection and ejection ports as streams.
+"""``RouterNetwork``: routers with their links and the terminals' injection and ejection ports
+as streams, on a mesh, torus, fat-tree or BiGraph.
 
-Terminal ``t`` (``t = router * concentration + k``) injects into local port ``4 + k`` of router
+Mesh and torus: one ``Router`` per node, one ``RouterLink`` per directed link; terminal ``t``
+(``t = router * concentration + k``) injects into local port ``4 + k`` of router
 ``t // concentration`` through an ``InjectionPort`` and receives from it through an
-``EjectionPort``. Zero-load latency of a packet's head from injection to ejection over ``H``
-router-to-router links (``L`` = ``link_latency``): accepted on ``inject`` in cycle 0, on
-``eject`` (``valid``) in cycle ``6 + H * (4 + L)``: 1 cycle injection register, 4 cycles per
-router (``hdl.router.router``), ``L`` per link, 1 cycle through the ejection buffer. A packet of
-``F`` flits ends ``F - 1`` cycles later.
+``EjectionPort`` (no link in between).
+
+Fat-tree and BiGraph (``concentration`` 1): one ``Router`` per switch (``topology.switches``
+order) with its ``switch_tables`` table, one ``RouterLink`` per directed switch-to-switch link;
+endpoint node ``t`` is terminal ``t``: its ``InjectionPort`` feeds a ``RouterLink`` (the node's
+link to its switch) into the switch's port for ``t``, and that port's output goes through a
+``RouterLink`` (the link back) into the node's ``EjectionPort``. Every switch gets the largest
+switch degree as its port count (a 4-ary 2-tree: 8); a smaller switch's extra ports are tied off
+(input idle, output never routed to), so ``to_verilog`` converts the router once per distinct
+port layout (one module on fat-tree and BiGraph).
+
+Zero-load latency (``path_cost``, ``RouterNetwork.zero_load_latency``): the head of a packet
+accepted on ``inject`` in cycle 0 is valid on ``eject`` in cycle
+
+    ``2 + 4 R + L K``
+
+with ``R`` routers crossed, ``K`` links (``RouterLink``) crossed and ``L`` = ``link_latency``:
+1 cycle in the injection register, 4 cycles per router (``hdl.router.router``), ``L`` per link,
+1 cycle through the ejection buffer. ``K`` is the number of links of the golden route
+(``len(topology.route(s, d))``, endpoint links included on fat-tree/BiGraph) and ``R`` is
+``K + 1`` on mesh/torus (source and destination routers; so ``6 + H (4 + L)`` over ``H`` hops),
+``K - 1`` on fat-tree/BiGraph (every switch on the route). A packet to its own terminal crosses
+one router (and on fat-tree/BiGraph the endpoint link both ways: ``K = 2``). A packet of ``F``
+flits ends ``F - 1`` cycles after its head.
 """
 
+import contextlib
 import dataclasses
+import re
 
 from amaranth.back import verilog
 from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, Signal, Value
@@ -23,12 +45,86 @@ from ..ops import eq_const
 from .arbiter import RoundRobinArbiter
 from .flit import PacketFlit, is_tail_kind, vc_bits
 from .router import Router, RouterChannel, pack_routes, RouterParams, _check_int, _onehot_select, onehot_encode
-from .routing import NUM_GRID_PORTS, grid_neighbor, grid_tables
+from .routing import NUM_GRID_PORTS, grid_neighbor, grid_tables, switch_tables
 
 __all__ = ["RouterLink", "InjectionPort", "EjectionPort", "RouterNetwork", "to_verilog",
-           "TOP_MODULE"]
+           "TOP_MODULE", "PathCost", "path_cost", "ROUTER_CYCLES", "INJECTION_CYCLES",
+           "EJECTION_CYCLES", "router_modules"]
 
 TOP_MODULE = "router_network"
+
+#: Zero-load cycles of a head through one router (BW, RC, VA, SA; ``hdl.router.router``).
+ROUTER_CYCLES = 4
+#: Cycles of the ``InjectionPort`` register (``inject`` handshake to its ``out``).
+INJECTION_CYCLES = 1
+#: Cycles through the ``EjectionPort`` buffer (flit on its input to ``eject.valid``).
+EJECTION_CYCLES = 1
+
+INDIRECT_FAMILIES = ("fattree", "bigraph")
+
+
+@dataclasses.dataclass(frozen=True)
+class PathCost:
+    """What a packet from one terminal to another crosses, and its zero-load latency.
+
+    Attributes
+    ----------
+    routers : int
+        Routers (switches) crossed.
+    links : int
+        ``RouterLink``s crossed (router-to-router, and on fat-tree/BiGraph the endpoint links).
+    link_latency : int
+        Cycles per link.
+    """
+    routers: int
+    links: int
+    link_latency: int
+
+    @property
+    def head_latency(self):
+        """Cycles from the head accepted on ``inject`` to the head valid on ``eject``."""
+        return (INJECTION_CYCLES + ROUTER_CYCLES * self.routers + self.link_latency * self.links
+                + EJECTION_CYCLES)
+
+    def latency(self, length=1):
+        """Cycles from the head accepted to the tail of a ``length``-flit packet on ``eject``."""
+        return self.head_latency + length - 1
+
+
+def _check_network(topology, link_latency, concentration, what):
+    """The topology family, after checking the arguments ``RouterNetwork`` and ``path_cost``
+    share."""
+    family = getattr(topology, "family", None)
+    if family not in ("mesh", "torus") + INDIRECT_FAMILIES:
+        raise ValueError(f"{what} needs a mesh, torus, fat-tree or BiGraph topology, not "
+                         f"{getattr(topology, 'spec', topology)!r}")
+    _check_int("concentration", concentration, 1, 8)
+    _check_int("link_latency", link_latency, 0, 1024)
+    if family in INDIRECT_FAMILIES and concentration != 1:
+        raise ValueError(f"concentration must be 1 on {topology.spec} (each endpoint node is "
+                         f"one terminal of its switch), not {concentration!r}")
+    return family
+
+
+def path_cost(topology, src, dst, *, link_latency=1, concentration=1):
+    """``PathCost`` of a packet from terminal ``src`` to terminal ``dst`` of the
+    ``RouterNetwork`` of ``topology`` (no hardware is built). See the module docstring.
+
+    Raises
+    ------
+    ValueError
+        On a topology ``RouterNetwork`` does not support or a terminal out of range.
+    """
+    family = _check_network(topology, link_latency, concentration, "path_cost")
+    n = topology.num_nodes * concentration
+    for name, t in (("src", src), ("dst", dst)):
+        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < n:
+            raise ValueError(f"{name} must be a terminal 0..{n - 1}, not {t!r}")
+    if family in INDIRECT_FAMILIES:
+        links = len(topology.route(src, dst)) if src != dst else 2
+        return PathCost(routers=links - 1, links=links, link_latency=link_latency)
+    links = len(topology.route(src // concentration, dst // concentration))
+    return PathCost(routers=links + 1, links=links, link_latency=link_latency)
 
 
 class RouterLink(wiring.Component):
@@ -177,22 +273,39 @@ class EjectionPort(wiring.Component):
 
 
 class RouterNetwork(wiring.Component):
-    """Routers of a mesh or torus with their links and local ports.
+    """Routers of a mesh, torus, fat-tree or BiGraph with their links and terminal ports.
 
     Parameters
     ----------
     topology : golden_model.topology.Topology
-        ``mesh:RxC`` or ``torus:RxC`` (routes: ``golden_model.topology`` dimension order).
+        ``mesh:RxC`` or ``torus:RxC`` (routes: ``golden_model.topology`` dimension order), or
+        ``fattree:KxL`` or ``bigraph:MxS`` (one router per switch, golden d-mod-k routes).
     num_vcs, vc_buf_depth, flit_width, credit_delay, flow_control
-        As ``RouterParams`` (a torus needs an even ``num_vcs`` >= 2: two dateline classes).
+        As ``RouterParams``. A torus needs an even ``num_vcs`` >= 2 (two dateline classes), and
+        so does a network whose switch routes have cyclic channel dependencies (BiGraph; see
+        ``hdl.router.routing``).
     link_latency : int
-        Register stages per link direction (flits and credits), 0..1024.
+        Register stages per link direction (flits and credits), 0..1024; on fat-tree/BiGraph
+        also on each endpoint's link to its switch and back.
     concentration : int
-        Terminals (local ports) per router, 1..8.
+        Terminals (local ports) per router, 1..8 on mesh/torus; must be 1 on fat-tree/BiGraph
+        (an endpoint node is a terminal).
     datelines : bool
-        Dateline VC classes on a torus (default). ``False`` lets every packet use every VC on
-        every hop: an ablation that shows the deadlock the datelines prevent; never use it
-        otherwise.
+        VC classes against deadlock (default): dateline classes on a torus, the two classes of
+        ``switch_tables`` on BiGraph. ``False`` lets every packet use every VC on every hop: an
+        ablation that shows the deadlock the classes prevent; never use it otherwise.
+
+    Attributes
+    ----------
+    num_terminals : int
+    params : RouterParams
+        Of every router (``num_ports``: 4 + concentration on mesh/torus, the largest switch
+        degree on fat-tree/BiGraph).
+    tables : list of RoutingTable
+        Per router: mesh/torus node id, fat-tree/BiGraph position in ``switches``.
+    switches : list
+        Fat-tree/BiGraph: the switch of each router (``topology.switches``); else ``[]``.
+    concentration, link_latency, topology
 
     Members
     -------
@@ -209,65 +322,123 @@ class RouterNetwork(wiring.Component):
 
     def __init__(self, topology, *, num_vcs=2, vc_buf_depth=8, flit_width=128, credit_delay=1,
                  flow_control="wormhole", link_latency=1, concentration=1, datelines=True):
-        if getattr(topology, "family", None) not in ("mesh", "torus"):
-            raise ValueError(f"RouterNetwork needs a mesh or torus topology, not "
-                             f"{getattr(topology, 'spec', topology)!r}")
-        _check_int("concentration", concentration, 1, 8)
-        _check_int("link_latency", link_latency, 0, 1024)
+        family = _check_network(topology, link_latency, concentration, "RouterNetwork")
+        indirect = family in INDIRECT_FAMILIES
         if topology.num_nodes * concentration > 1024:
             raise ValueError(f"at most 1024 terminals, not {topology.num_nodes * concentration}")
-        if topology.family == "torus" and (num_vcs % 2 if isinstance(num_vcs, int) else False):
-            raise ValueError(f"num_vcs must be even on a torus (two dateline classes), "
-                             f"not {num_vcs!r}")
         self.topology = topology
-        self.params = RouterParams(NUM_GRID_PORTS + concentration, num_vcs, vc_buf_depth,
-                                   flit_width, credit_delay, flow_control)
         self.link_latency = link_latency
         self.concentration = concentration
-        self.tables = grid_tables(topology, concentration)
-        if not datelines:
-            # ablation only: every VC on every hop (a torus can then deadlock)
-            self.tables = [dataclasses.replace(t, vc_classes=1) for t in self.tables]
+        if indirect:
+            self.switches = topology.switches
+            self.tables = switch_tables(topology, vc_classes=None if datelines else 1)
+            num_ports = self.tables[0].num_ports
+        else:
+            self.switches = []
+            self.tables = grid_tables(topology, concentration)
+            if not datelines:
+                # ablation only: every VC on every hop (a torus can then deadlock)
+                self.tables = [dataclasses.replace(t, vc_classes=1) for t in self.tables]
+            num_ports = NUM_GRID_PORTS + concentration
+        if (family == "torus" or any(t.vc_classes == 2 for t in self.tables)) and (
+                num_vcs % 2 if isinstance(num_vcs, int) else False):
+            why = ("two dateline classes" if family == "torus" else
+                   "two VC classes break the cyclic channel dependencies of its routes")
+            raise ValueError(f"num_vcs must be even on {topology.spec} ({why}), not {num_vcs!r}")
+        self.params = RouterParams(num_ports, num_vcs, vc_buf_depth, flit_width, credit_delay,
+                                   flow_control)
         self.num_terminals = topology.num_nodes * concentration
-        self._router_module = None
+        self._router_modules = None
         sig = stream.Signature(PacketFlit(flit_width))
         super().__init__({"inject": In(sig).array(self.num_terminals),
                           "eject": Out(sig).array(self.num_terminals), "error": Out(1)})
 
+    def path_cost(self, src, dst):
+        """``PathCost`` (routers, links, head latency) from terminal ``src`` to ``dst``."""
+        return path_cost(self.topology, src, dst, link_latency=self.link_latency,
+                         concentration=self.concentration)
+
+    def zero_load_latency(self, src, dst, length=1):
+        """Cycles from a ``length``-flit packet's head accepted on ``inject[src]`` to its tail
+        valid on ``eject[dst]`` in an empty network (``length=1``: the head latency)."""
+        return self.path_cost(src, dst).latency(length)
+
     def elaborate(self, platform):
         m = Module()
-        topo, prm = self.topology, self.params
+        prm = self.params
         routers = []
         errors = []
-        shared = self._router_module
-        for r in topo.nodes:
-            router = Router(prm, self.tables[r], table_input=shared is not None)
-            if shared is None:
-                m.submodules[f"router{r}"] = router
+        for i, table in enumerate(self.tables):
+            shared = self._router_modules and self._router_modules[_layout(table)]
+            router = Router(prm, table, table_input=bool(shared))
+            name = f"router_{self.switches[i]}" if self.switches else f"router{i}"
+            if shared:
+                m.submodules[name] = _instance(router, shared)
+                m.d.comb += router.routes.eq(pack_routes(table))
             else:
-                m.submodules[f"router{r}"] = _instance(router, shared)
-                m.d.comb += router.routes.eq(pack_routes(self.tables[r]))
+                m.submodules[name] = router
             routers.append(router)
             errors.append(router.error)
+        # (router index, port) each terminal injects into and ejects from, and its links
+        if self.switches:
+            terminal_ports = self._wire_switches(m, routers)
+        else:
+            terminal_ports = self._wire_grid(m, routers)
+        for t, (r, port) in enumerate(terminal_ports):
+            inj = m.submodules[f"inject{t}"] = InjectionPort(prm)
+            ej = m.submodules[f"eject{t}"] = EjectionPort(prm)
+            wiring.connect(m, wiring.flipped(self.inject[t]), inj.inject)
+            wiring.connect(m, ej.eject, wiring.flipped(self.eject[t]))
+            if self.switches:
+                up = m.submodules[f"link{t}_{self.switches[r]}"] = RouterLink(prm, self.link_latency)
+                down = m.submodules[f"link{self.switches[r]}_{t}"] = RouterLink(
+                    prm, self.link_latency)
+                wiring.connect(m, inj.out, up.sender)
+                wiring.connect(m, up.receiver, routers[r].inp[port])
+                wiring.connect(m, routers[r].out[port], down.sender)
+                wiring.connect(m, down.receiver, ej.inp)
+            else:
+                wiring.connect(m, inj.out, routers[r].inp[port])
+                wiring.connect(m, routers[r].out[port], ej.inp)
+            errors.append(ej.overflow)
+        m.d.comb += self.error.eq(Cat(*errors).any())
+        return m
+
+    def _wire_grid(self, m, routers):
+        topo = self.topology
         for r in topo.nodes:
             for port in range(NUM_GRID_PORTS):
                 nb = grid_neighbor(topo, r, port)
                 if nb is None:
                     continue     # mesh edge: input stays idle, output is never routed to
-                link = m.submodules[f"link{r}_{nb}"] = RouterLink(prm, self.link_latency)
+                link = m.submodules[f"link{r}_{nb}"] = RouterLink(self.params, self.link_latency)
                 wiring.connect(m, routers[r].out[port], link.sender)
                 wiring.connect(m, link.receiver, routers[nb].inp[port ^ 1])
-        for t in range(self.num_terminals):
-            r, k = divmod(t, self.concentration)
-            inj = m.submodules[f"inject{t}"] = InjectionPort(prm)
-            ej = m.submodules[f"eject{t}"] = EjectionPort(prm)
-            wiring.connect(m, wiring.flipped(self.inject[t]), inj.inject)
-            wiring.connect(m, inj.out, routers[r].inp[NUM_GRID_PORTS + k])
-            wiring.connect(m, routers[r].out[NUM_GRID_PORTS + k], ej.inp)
-            wiring.connect(m, ej.eject, wiring.flipped(self.eject[t]))
-            errors.append(ej.overflow)
-        m.d.comb += self.error.eq(Cat(*errors).any())
-        return m
+        c = self.concentration
+        return [(t // c, NUM_GRID_PORTS + t % c) for t in range(self.num_terminals)]
+
+    def _wire_switches(self, m, routers):
+        g = self.topology.graph
+        index = {sw: i for i, sw in enumerate(self.switches)}
+        ports = {sw: list(g.successors(sw)) for sw in self.switches}
+        terminal_ports = [None] * self.num_terminals
+        for i, sw in enumerate(self.switches):
+            # ports beyond the switch's degree: input idle, output never routed to
+            for p, v in enumerate(ports[sw]):
+                if v in index:
+                    link = m.submodules[f"link{sw}_{v}"] = RouterLink(self.params,
+                                                                      self.link_latency)
+                    wiring.connect(m, routers[i].out[p], link.sender)
+                    wiring.connect(m, link.receiver, routers[index[v]].inp[ports[v].index(sw)])
+                else:
+                    terminal_ports[v] = (i, p)
+        return terminal_ports
+
+
+def _layout(table):
+    """What a shared router module bakes in besides the routes: the port dimensions and classes
+    (``RouteCompute``), and the port and destination counts."""
+    return (table.num_ports, table.num_dests, table.port_dim, table.vc_classes)
 
 
 def _instance(component, module_name):
@@ -280,24 +451,40 @@ def _instance(component, module_name):
     return Instance(module_name, i_clk=ClockSignal("sync"), i_rst=ResetSignal("sync"), **ports)
 
 
+@contextlib.contextmanager
+def shared_routers(network, name=TOP_MODULE):
+    """Inside the block, ``network`` (a ``RouterNetwork``) elaborates its routers as instances
+    of shared modules: one per distinct port layout (``num_ports``, port dimensions and VC
+    classes; one layout on every supported topology), named ``<name>_router`` (a second layout
+    would be ``<name>_router1`` ...), the routing table an input driven by a constant per
+    instance. Yields the list of those modules' Verilog texts, to append to the converted top.
+    """
+    templates = {}
+    for table in network.tables:
+        templates.setdefault(_layout(table), table)
+    modules, texts = {}, []
+    for k, (key, table) in enumerate(templates.items()):
+        modules[key] = f"{name}_router" + (str(k) if k else "")
+        template = Router(network.params, table, table_input=True)
+        texts.append(verilog.convert(template, name=modules[key], emit_src=False))
+    network._router_modules = modules
+    try:
+        yield texts
+    finally:
+        network._router_modules = None
+
+
 def to_verilog(component, path=None, name=TOP_MODULE):
     """Verilog of a ``RouterNetwork`` (or any router block), top module ``name``, no timescale.
 
-    A ``RouterNetwork``'s routers are one module ``<name>_router`` (converted once, the routing
-    table an input driven by a constant per instance ``router<r>``), so conversion time and file
-    size hardly grow with the number of routers.
+    A ``RouterNetwork``'s routers are shared modules (``shared_routers``), so conversion time and
+    file size hardly grow with the number of routers.
     """
     import pathlib
     if isinstance(component, RouterNetwork):
-        router_name = f"{name}_router"
-        template = Router(component.params, component.tables[0], table_input=True)
-        router_text = verilog.convert(template, name=router_name, emit_src=False)
-        component._router_module = router_name
-        try:
+        with shared_routers(component, name) as texts:
             text = verilog.convert(component, name=name, emit_src=False)
-        finally:
-            component._router_module = None
-        text = text + "\n" + router_text
+        text = "\n".join([text] + texts)
     else:
         text = verilog.convert(component, name=name, emit_src=False)
     if path is not None:
@@ -305,3 +492,8 @@ def to_verilog(component, path=None, name=TOP_MODULE):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return text
+
+
+def router_modules(text, name=TOP_MODULE):
+    """Names of the shared router modules in the Verilog ``text`` of a ``RouterNetwork``."""
+    return re.findall(rf"^module ({re.escape(name)}_router\d*)\(", text, flags=re.M)

@@ -22,13 +22,26 @@ of each ring is acyclic, and dimension order removes cycles between rings: deadl
 Indirect networks (fat-tree, BiGraph): a switch's ports are its neighbours in
 ``Topology.graph.successors`` order (endpoints and switches alike); an endpoint attached to the
 switch is reached through the port of that link. ``switch_table`` checks that the golden routes
-are destination-based at every switch (they are: d-mod-k).
+are destination-based at every switch (they are: d-mod-k). ``switch_tables`` gives the tables of
+all switches of a network, padded to one port count (the largest switch degree; the extra ports
+are never routed to), and checks that every destination is reached from every endpoint along
+its golden route.
+
+Deadlock (indirect networks): the golden d-mod-k routes of a fat-tree go up, then down, so their
+channel dependency graph is acyclic and one VC class suffices. On BiGraph a packet may transit a
+switch of the other half (s0 -> s2 -> s1), and the transits chain into cycles (s0 -> s2 -> s1 ->
+s3 -> s0). ``switch_tables`` builds the dependency graph of the switch-to-switch links from the
+tables; when it has a cycle it uses two VC classes: a switch-to-switch hop *into the
+destination's switch* takes class 1 (its ``dateline`` bit), every other switch-to-switch hop
+class 0, and hops to an endpoint any VC. Class-0 links then only wait on class-0 links further
+from the destination or on class-1 links, and class-1 links only on endpoint links: acyclic
+(checked again on the result).
 """
 
 from dataclasses import dataclass
 
-__all__ = ["RoutingTable", "grid_tables", "switch_table", "NUM_GRID_PORTS", "PORT_NAMES",
-           "walk"]
+__all__ = ["RoutingTable", "grid_tables", "switch_table", "switch_tables", "NUM_GRID_PORTS",
+           "PORT_NAMES", "walk", "dependency_cycle"]
 
 #: Network ports of a mesh or torus router (north, south, west, east).
 NUM_GRID_PORTS = 4
@@ -153,40 +166,212 @@ def grid_neighbor(topology, router, port):
     return None
 
 
-def switch_table(topology, switch):
-    """The ``RoutingTable`` of a fat-tree or BiGraph switch (ports: ``successors`` order).
+def _endpoint_switch(topology, node):
+    """The switch an endpoint of a fat-tree or BiGraph hangs off (its only link)."""
+    g = topology.graph
+    succ = list(g.successors(node))
+    if len(succ) != 1 or g.nodes[succ[0]].get("kind") != "switch" or not g.has_edge(succ[0], node):
+        raise ValueError(f"endpoint {node} of {topology.spec!r} needs exactly one link to a "
+                         f"switch and one back, not {succ!r}")
+    return succ[0]
+
+
+def _next_hops(topology):
+    """{switch: {destination: next hop}} read off every golden route (destination-based)."""
+    nxt = {sw: {} for sw in topology.switches}
+    for s in topology.nodes:
+        for d in topology.nodes:
+            for u, v in topology.route(s, d):
+                if u in nxt and nxt[u].setdefault(d, v) != v:
+                    raise ValueError(f"routes of {topology.spec!r} are not destination-based at "
+                                     f"{u!r} (destination {d}: {nxt[u][d]} and {v})")
+    return nxt
+
+
+def _check_indirect(topology):
+    if getattr(topology, "family", None) not in ("fattree", "bigraph"):
+        raise ValueError(f"switch tables need a fat-tree or BiGraph topology, not "
+                         f"{getattr(topology, 'spec', topology)!r}")
+
+
+def _switch_table(topology, switch, hops, num_ports, vc_classes):
+    g = topology.graph
+    ports = list(g.successors(switch))
+    out_port, dateline = [], []
+    for d in topology.nodes:
+        v = hops.get(d)
+        # A destination no golden route leads through this switch: never looked up.
+        out_port.append(ports.index(v) if v is not None else 0)
+        last = (v is not None and g.nodes[v].get("kind") == "switch"
+                and _endpoint_switch(topology, d) == v)
+        dateline.append(vc_classes == 2 and last)
+    if vc_classes == 2:
+        port_dim = tuple(0 if g.nodes[v].get("kind") == "switch" else None for v in ports)
+    else:
+        port_dim = (None,) * len(ports)
+    port_dim += (None,) * (num_ports - len(ports))
+    return RoutingTable(num_ports=num_ports, out_port=tuple(out_port), dateline=tuple(dateline),
+                        port_dim=port_dim, vc_classes=vc_classes)
+
+
+def switch_table(topology, switch, num_ports=None):
+    """The ``RoutingTable`` of a fat-tree or BiGraph switch (ports: ``successors`` order), one
+    VC class.
+
+    Parameters
+    ----------
+    num_ports : int, optional
+        Pad the table to this many ports (default: the switch's degree).
 
     Raises
     ------
     ValueError
-        If ``switch`` is not a switch of ``topology`` or the golden routes are not
-        destination-based at it.
+        If ``switch`` is not a switch of ``topology``, ``num_ports`` is smaller than its degree,
+        or the golden routes are not destination-based at it.
     """
     g = topology.graph
     if switch not in g or g.nodes[switch].get("kind") != "switch":
         raise ValueError(f"{switch!r} is not a switch of {topology.spec!r}")
-    ports = list(g.successors(switch))
-    nxt = {}
+    degree = g.out_degree(switch)
+    if num_ports is None:
+        num_ports = degree
+    if isinstance(num_ports, bool) or not isinstance(num_ports, int) or num_ports < degree:
+        raise ValueError(f"num_ports must be an integer >= {degree} (the degree of {switch!r}), "
+                         f"not {num_ports!r}")
+    return _switch_table(topology, switch, _next_hops(topology)[switch], num_ports, 1)
+
+
+def switch_tables(topology, *, vc_classes=None, num_ports=None):
+    """The routing tables of every switch of a fat-tree or BiGraph (index = position in
+    ``topology.switches``), all with the same number of ports.
+
+    Parameters
+    ----------
+    topology : golden_model.topology.Topology
+    vc_classes : {None, 1, 2}
+        ``None``: one class when the channel dependency graph of the routes is acyclic (fat-tree),
+        else two (BiGraph, see the module docstring). ``1`` forces one class (an ablation that
+        can deadlock on BiGraph), ``2`` forces two.
+    num_ports : int, optional
+        Ports of every table (default: the largest switch degree).
+
+    Raises
+    ------
+    ValueError
+        If the topology is not a fat-tree or BiGraph, an endpoint has not exactly one link to a
+        switch, a route is not destination-based, a destination is not reached from some
+        endpoint along its golden route, or the routes stay cyclic with the chosen classes.
+    """
+    _check_indirect(topology)
+    if vc_classes not in (None, 1, 2):
+        raise ValueError(f"vc_classes must be None, 1 or 2, not {vc_classes!r}")
+    g = topology.graph
+    switches = topology.switches
+    widest = max(g.out_degree(sw) for sw in switches)
+    if num_ports is None:
+        num_ports = widest
+    if isinstance(num_ports, bool) or not isinstance(num_ports, int) or num_ports < widest:
+        raise ValueError(f"num_ports must be an integer >= {widest} (the largest switch degree), "
+                         f"not {num_ports!r}")
+    for t in topology.nodes:
+        _endpoint_switch(topology, t)
+    hops = _next_hops(topology)
+
+    def build(classes):
+        return [_switch_table(topology, sw, hops[sw], num_ports, classes) for sw in switches]
+
+    tables = build(2 if vc_classes == 2 else 1)
+    cycle = dependency_cycle(topology, tables)
+    if cycle and vc_classes is None:
+        tables = build(2)
+        cycle = dependency_cycle(topology, tables)
+        if cycle:
+            raise ValueError(f"the routes of {topology.spec!r} have a channel dependency cycle "
+                             f"even with two VC classes: {cycle}")
+    named = dict(zip(switches, tables))
     for s in topology.nodes:
         for d in topology.nodes:
-            for u, v in topology.route(s, d):
-                if u == switch and nxt.setdefault(d, v) != v:
-                    raise ValueError(f"routes of {topology.spec!r} are not destination-based at "
-                                     f"{switch!r} (destination {d}: {nxt[d]} and {v})")
-    out_port = tuple(ports.index(nxt[d]) if d in nxt else 0 for d in topology.nodes)
-    return RoutingTable(num_ports=len(ports), out_port=out_port,
-                        dateline=(False,) * topology.num_nodes,
-                        port_dim=(None,) * len(ports), vc_classes=1)
+            try:
+                hops = _switch_walk(topology, named, s, d)
+            except RuntimeError as exc:
+                raise ValueError(f"the tables of {topology.spec!r} do not reach {d} from {s}: "
+                                 f"{exc}") from None
+            links = tuple((sw, list(g.successors(sw))[port]) for sw, port, _ in hops)
+            if s != d and links != topology.route(s, d)[1:]:
+                raise ValueError(f"the tables of {topology.spec!r} route {s} -> {d} over "
+                                 f"{links}, not the golden {topology.route(s, d)}")
+    return tables
+
+
+def _walk_links(topology, tables, src, dest):
+    """Switch-to-switch (link, class) pairs of the walk from endpoint ``src`` to ``dest``."""
+    hops = walk(topology, tables, src, dest)
+    g = topology.graph
+    out = []
+    for sw, port, cls in hops[:-1]:          # the last hop goes to the endpoint
+        v = list(g.successors(sw))[port]
+        out.append(((sw, v), cls or 0))
+    return out
+
+
+def dependency_cycle(topology, tables):
+    """A cycle of the channel dependency graph of a fat-tree's or BiGraph's switch-to-switch
+    links (channel = (link, VC class)) under ``tables``, as a list of channels, or ``None`` if
+    it is acyclic (the routes cannot deadlock). Links to and from endpoints never close a
+    cycle (endpoints sink every packet)."""
+    deps = {}
+    for s in topology.nodes:
+        for d in topology.nodes:
+            chans = _walk_links(topology, tables, s, d)
+            for a, b in zip(chans, chans[1:]):
+                deps.setdefault(a, set()).add(b)
+                deps.setdefault(b, set())
+    state, stack = {}, []
+
+    def visit(c):          # iterative DFS would be longer; depth <= number of links
+        state[c] = 1
+        stack.append(c)
+        for n in sorted(deps[c], key=str):
+            if state.get(n) == 1:
+                return stack[stack.index(n):] + [n]
+            if n not in state:
+                found = visit(n)
+                if found:
+                    return found
+        state[c] = 2
+        stack.pop()
+        return None
+
+    for c in sorted(deps, key=str):
+        if c not in state:
+            found = visit(c)
+            if found:
+                return found
+    return None
 
 
 def walk(topology, tables, src, dest, concentration=1):
-    """Follow the tables of a mesh/torus from terminal ``src`` to terminal ``dest``.
+    """Follow the routing tables from terminal ``src`` to terminal ``dest``.
+
+    Parameters
+    ----------
+    tables
+        Mesh/torus: ``grid_tables`` (index = router). Fat-tree/BiGraph: ``switch_tables``
+        (index = position in ``topology.switches``) or a dict by switch name.
 
     Returns
     -------
     list of (router, out_port, vc_class)
-        Every hop's router, output port and VC class (None: any VC), ending with the local port.
+        Every hop's router (node id on mesh/torus, switch name otherwise), output port and VC
+        class (None: any VC), ending with the port to the destination terminal.
+
+    Raises
+    ------
+    RuntimeError
+        On a routing loop or a packet delivered to the wrong terminal.
     """
+    if not topology.is_direct:
+        return _switch_walk(topology, tables, src, dest)
     router = src // concentration
     in_port, in_class = NUM_GRID_PORTS + src % concentration, 0
     hops = []
@@ -199,4 +384,29 @@ def walk(topology, tables, src, dest, concentration=1):
             return hops
         router = grid_neighbor(topology, router, port)
         in_port, in_class = port ^ 1, (cls or 0)   # north <-> south, west <-> east
+    raise RuntimeError(f"routing loop from {src} to {dest}")
+
+
+def _switch_walk(topology, tables, src, dest):
+    g = topology.graph
+    if not isinstance(tables, dict):
+        tables = dict(zip(topology.switches, tables))
+    sw = _endpoint_switch(topology, src)
+    in_port, in_class = list(g.successors(sw)).index(src), 0
+    hops = []
+    for _ in range(len(tables) + 1):
+        table = tables[sw]
+        ports = list(g.successors(sw))
+        port = table.out_port[dest]
+        if port >= len(ports):
+            raise RuntimeError(f"{sw!r} routes destination {dest} to unused port {port}")
+        cls = table.next_class(in_port, in_class, dest)
+        hops.append((sw, port, cls))
+        v = ports[port]
+        if g.nodes[v].get("kind") != "switch":
+            if v != dest:
+                raise RuntimeError(f"a packet from {src} to {dest} is delivered to {v}")
+            return hops
+        in_port, in_class = list(g.successors(v)).index(sw), (cls or 0)
+        sw = v
     raise RuntimeError(f"routing loop from {src} to {dest}")

@@ -34,7 +34,6 @@ public_flat_rw -module "{TOP}" -var "rst"
 public_flat_rw -module "{TOP}" -var "error"
 public_flat_rw -module "{TOP}" -var "inject__*"
 public_flat_rw -module "{TOP}" -var "eject__*"
-hier_block -module "{TOP}_router"
 """
 
 
@@ -125,11 +124,15 @@ class RouterBuild:
             make_vars = []
             if self.sim == "verilator":
                 from cocotb_tools.runner import VerilatorControlFile  # noqa: PLC0415
+                from hdl.router.network import router_modules  # noqa: PLC0415
                 vlt = self.build_dir / "public.vlt"
-                vlt.write_text(_PUBLIC_VLT)
+                hier = "".join(f'hier_block -module "{mod}"\n'
+                               for mod in router_modules(sources[0].read_text(), TOP))
+                vlt.write_text(_PUBLIC_VLT + hier)
                 sources.append(VerilatorControlFile(vlt))
-                # --hierarchical: the router module (one definition, 16 instances) is verilated
-                # and compiled once as a hierarchical block instead of once per instance.
+                # --hierarchical: the router module (one definition per port layout, one
+                # instance per router) is verilated and compiled once as a hierarchical block
+                # instead of once per instance.
                 build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--hierarchical"]
                 make_vars = [f"-j{min(4, os.cpu_count() or 1)}"]
             run_build(self._get_runner(), self.sim, sources, TOP, self.build_dir, self.build_root,
@@ -145,7 +148,9 @@ class RouterBuild:
         self._count += 1
         run_dir = self.build_dir / "runs" / f"{name}-{os.getpid()}-{self._count}"
         run_dir.mkdir(parents=True, exist_ok=True)
-        rows, cols = self.topology.dims
+        # traffic patterns see terminals on a grid; fat-tree/BiGraph: one row of endpoints
+        rows, cols = (self.topology.dims if self.topology.is_direct
+                      else (1, self.topology.num_nodes))
         conc = self.network_args.get("concentration", 1)
         params = {
             "num_terminals": self.topology.num_nodes * conc, "rows": rows, "cols": cols,

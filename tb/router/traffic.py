@@ -3,7 +3,8 @@
 Open-loop traffic as BookSim generates it: every terminal creates packets by a Bernoulli process
 (``rate`` flits per cycle per terminal on average, so a packet with probability
 ``rate / mean_length`` per cycle) into an unbounded source queue; the injector offers the queue's
-flits in order. Patterns (destination of a packet from terminal ``s`` on an R x C grid):
+flits in order. Patterns (destination of a packet from terminal ``s`` on an R x C grid; a
+fat-tree's or BiGraph's endpoints are one row, ``1 x N``):
 
 * ``uniform``: uniformly random terminal (itself included, as in BookSim);
 * ``transpose``: node (r, c) sends to (c, r) (needs R = C; the diagonal sends to itself);
