@@ -13,15 +13,17 @@ message is cut-through pipelined across its hops. At hop ``h`` over link ``l``:
 
 * the head requests ``l`` when it arrives (at the first hop: when the transfer is ready) and
   starts when the link is also free: ``start_h = max(head_arrival_h, free[l])``;
-* the head reaches the next node ``latency(l)`` cycles after it starts:
-  ``head_arrival_{h+1} = start_h + latency(l)``;
+* the head reaches the next node ``latency(l)`` cycles after it starts, plus ``router_delay``
+  when that node is not the destination (a router it passes through):
+  ``head_arrival_{h+1} = start_h + latency(l) [+ router_delay]``;
 * the tail leaves no earlier than ``start_h + hold_h`` and no earlier than it arrived from the
   previous hop: ``tail_h = max(start_h + hold_h, tail_{h-1} + latency(l_{h-1}))`` (a fast link
   after a slow one does not finish early; a slow link after a fast one sets the pace);
 * the link is busy until the tail leaves: ``free[l] = tail_h``;
 * the transfer finishes when its tail arrives at the destination: ``tail_last + latency(last)``.
 
-So a lone transfer over ``k`` equal links takes ``hold + k * latency`` cycles. Concurrent
+So a lone transfer over ``k`` equal links takes ``hold + k * latency + (k - 1) * router_delay``
+cycles. Concurrent
 transfers share a link first come, first served by the time their head requests it; ties go to
 the earlier schedule step, then to the earlier transfer in the step (``schedule.transfers()``
 order). A link is never shared by two messages at once (no flit interleaving).
@@ -35,14 +37,15 @@ lockstep step control may add waiting that this model does not; that difference 
 against the RTL, not modelled here.
 
 What it ignores: per-flit credit flow control and buffer depth (a message is never stalled
-mid-route by back-pressure, only delayed at a hop by a busy link), router pipeline delay and
-allocation (hops cost only link latency), head flits and packet headers (only payload flits are
+mid-route by back-pressure, only delayed at a hop by a busy link), router allocation and
+virtual channels (a router costs only its pipeline delay, ``router_delay``, default 0), head flits and packet headers (only payload flits are
 counted unless ``header_flits`` is set), the reduction unit's throughput at the destination, and write-after-read hazards (a
 node may receive a new value of a chunk while still sending the old one; the IR's step semantics
 say which value is sent, the timing does not wait for the send to drain).
 
 Hardware-matching options (``TimingParams``): ``header_flits`` per message, ``send_delay`` (ready
-to head injection) and ``retire_delay`` (tail arrival to finished), and ``in_order_links`` (each
+to head injection), ``retire_delay`` (tail arrival to finished), ``router_delay`` (the router
+pipeline a head crosses at each intermediate node: ``hdl.router.router``'s 4 cycles), and ``in_order_links`` (each
 link serves its transfers in schedule order, as the NI's send engines walk their tables) so the
 model can be configured like the RTL it is compared with.
 
@@ -125,6 +128,11 @@ class TimingParams:
     retire_delay : int
         Cycles from the tail's arrival to the transfer counting as finished for its dependants
         (default 0; the NI's read-modify-write pipeline).
+    router_delay : int
+        Cycles a head spends in each node it passes through, i.e. every node of its route but
+        the source and the destination (a transit router of a mesh or torus, a switch of a
+        fat-tree or BiGraph); default 0. The hardware router's pipeline is 4 cycles per hop
+        (``hdl.router.router``: RC, VA, SA/ST, output).
     in_order_links : bool
         When true, each link serves its transfers in schedule order (step, then transfer order)
         instead of first come first served: the NI's send engines walk their tables in order.
@@ -143,6 +151,7 @@ class TimingParams:
     header_flits: int = 0
     send_delay: int = 0
     retire_delay: int = 0
+    router_delay: int = 0
     in_order_links: bool = False
 
     def __post_init__(self):
@@ -154,7 +163,7 @@ class TimingParams:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v <= 0:
                 raise ConfigError(f"{name} must be a positive integer, not {v!r}")
-        for name in ("header_flits", "send_delay", "retire_delay"):
+        for name in ("header_flits", "send_delay", "retire_delay", "router_delay"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
                 raise ConfigError(f"{name} must be a whole number >= 0, not {v!r}")
@@ -403,6 +412,7 @@ def _simulate(schedule, params):
     free = [0] * len(links)
     T = max(total, 1)
     send_delay, retire_delay = params.send_delay, params.retire_delay
+    router_delay = params.router_delay
     heap = [send_delay * T + i for i in initial]     # already sorted
     heappush, heappop = heapq.heappush, heapq.heappop
     in_order = params.in_order_links
@@ -443,7 +453,7 @@ def _simulate(schedule, params):
         if h != last_hop[i]:
             cur_hop[i] = h + 1
             prev_tail[i] = tail + la
-            heappush(heap, (st + la) * T + i)
+            heappush(heap, (st + la + router_delay) * T + i)
             continue
         fin = tail + la + retire_delay
         finish[i] = fin

@@ -413,7 +413,7 @@ def reference_simulate(schedule, params=TimingParams()):
         free[link] = tail
         lat = topo.link_latency(link)
         if hop + 1 < len(items[i][1].route):
-            pending[i] = (begin + lat, hop + 1, tail + lat)
+            pending[i] = (begin + lat + params.router_delay, hop + 1, tail + lat)
         else:
             finish[i] = tail + lat
     return [finish[i] for i in range(n)], [start[i] for i in range(n)]
@@ -440,9 +440,10 @@ def random_schedules(draw):
 
 @settings(max_examples=150, deadline=None)
 @given(sched=random_schedules(), flit_bytes=st.sampled_from([4, 16, 64]),
-       frequency=st.sampled_from([0.5, 1.0, 1.5]))
-def test_matches_naive_reference(sched, flit_bytes, frequency):
-    params = TimingParams(frequency_ghz=frequency, flit_bytes=flit_bytes)
+       frequency=st.sampled_from([0.5, 1.0, 1.5]), router_delay=st.sampled_from([0, 0, 4]))
+def test_matches_naive_reference(sched, flit_bytes, frequency, router_delay):
+    params = TimingParams(frequency_ghz=frequency, flit_bytes=flit_bytes,
+                          router_delay=router_delay)
     r = simulate(sched, params)
     finish, start = reference_simulate(sched, params)
     assert list(r.finish) == finish and list(r.start) == start
@@ -513,6 +514,18 @@ def test_send_and_retire_delays_in_a_chain(k):
     assert list(r.start) == [3 + i * (3 + 64 + LAT + 2) for i in range(k)]
 
 
+@pytest.mark.parametrize("spec, src, dst", [("torus:4x4", 0, 10), ("fattree:4x2", 0, 15),
+                                            ("mesh:4x4", 3, 12)])
+def test_router_delay_per_transit_node(spec, src, dst):
+    """A lone message over k links: hold + k * latency + (k - 1) * router_delay (every node of
+    the route but its ends is a router it passes through)."""
+    t = topo(spec)
+    k = len(t.route(src, dst))
+    assert k >= 2
+    r = simulate(make(t, 256, [[(src, dst, 0)]]), TimingParams(router_delay=4))
+    assert r.cycles == 64 + k * LAT + (k - 1) * 4
+
+
 def test_in_order_links_serve_schedule_order():
     """The case of test_first_come_first_served_across_steps, with in-order links: the step-1
     transfer of chunk 1 is ready at 0 but waits for the step-1 transfer of chunk 0 (listed
@@ -535,7 +548,8 @@ def test_in_order_links_never_faster_on_real_schedules():
 
 
 @pytest.mark.parametrize("kw", [{"header_flits": -1}, {"send_delay": 1.5},
-                                {"retire_delay": True}, {"in_order_links": 1}])
+                                {"retire_delay": True}, {"router_delay": -4},
+                                {"in_order_links": 1}])
 def test_bad_hardware_options(kw):
     with pytest.raises(ConfigError, match=next(iter(kw))):
         TimingParams(**kw)
