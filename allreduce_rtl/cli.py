@@ -156,6 +156,8 @@ def build_parser():
     training_commands.add_parsers(sub, _network_options, _size, _positive_int)
     from . import coarse_commands     # coarse (issue 5)
     coarse_commands.add_parser(sub, _size, _positive_int, _positive_float)
+    from . import cost_commands       # cost (issue 6)
+    cost_commands.add_parser(sub)
     return parser
 
 

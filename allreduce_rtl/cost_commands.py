@@ -1,0 +1,257 @@
+"""The ``cost`` subcommand: hardware cost of the router, the NI and the CXL memory controller.
+
+Each standard configuration is elaborated to Verilog with Amaranth and synthesised with Yosys
+(generic cells, flip-flops, memory bits) and, where it is sized for one, for an iCE40 FPGA
+(LUT4s, flip-flops, block RAMs, and nextpnr's estimate of the maximum frequency); see
+``allreduce_rtl.synth``. Results are cached under the build folder, keyed by the Verilog.
+
+Bad input (an unknown design name, an unwritable ``--out``) raises ``ConfigError``, which
+``cli.main`` turns into one line and exit code 2.
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+
+from tqdm import tqdm
+
+from golden_model.errors import ConfigError
+from golden_model.topology import DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY
+
+from .output import atomic_write, check_writable_file, format_table
+from .synth import ICE40_DEVICES, SynthesisError, synthesise, tool_versions
+
+COLUMNS = [("name", "design", "{}"), ("summary", "configuration", "{}"),
+           ("cells", "cells", "{:,}"), ("flip_flops", "FFs", "{:,}"),
+           ("memory_bits", "memory bits", "{:,}"), ("luts", "iCE40 LUTs", "{:,}"),
+           ("ice40_ffs", "iCE40 FFs", "{:,}"), ("brams", "BRAMs", "{}"),
+           ("fmax", "fmax (MHz)", "{}")]
+COMPARE_COLUMNS = [("metric", "NI cost", "{}"), ("message", "message", "{:,}"),
+                   ("credit", "credit", "{:,}"), ("diff", "credit - message", "{:+,}"),
+                   ("pct", "change", "{:+.1f}%")]
+
+
+@dataclass(frozen=True)
+class Design:
+    """One standard configuration: ``build()`` returns ``(verilog, top module)``."""
+    name: str
+    kind: str
+    summary: str
+    params: dict
+    ice40: bool
+
+    def build(self):
+        return _BUILDERS[self.kind](**self.params)
+
+
+def _router(spec, router, concentration, **params):
+    from golden_model.topology import parse_topology
+    from hdl.generate import TOP_MODULE, to_verilog
+    from hdl.router.router import Router, RouterParams
+    from hdl.router.routing import grid_tables
+    table = grid_tables(parse_topology(spec), concentration)[router]
+    return to_verilog(Router(RouterParams(table.num_ports, **params), table)), TOP_MODULE
+
+
+def _ni(**fields):
+    from hdl.config import NIConfig
+    from hdl.generate import TOP_MODULE, to_verilog
+    from hdl.ni import NetworkInterface
+    return to_verilog(NetworkInterface(NIConfig(**fields))), TOP_MODULE
+
+
+def _cxl(**fields):
+    from hdl.cxl import TOP_MODULE, CXLMemConfig, CXLMemController, to_verilog
+    return to_verilog(CXLMemController(CXLMemConfig(**fields))), TOP_MODULE
+
+
+_BUILDERS = {"router": _router, "ni": _ni, "cxl": _cxl}
+
+_ROUTER = dict(num_vcs=2, vc_buf_depth=8, flit_width=128, credit_delay=1)
+_NI_SMALL = dict(num_ports=2, elems_per_flit=4, buffer_depth=16, table_depth=8, max_chunks=8,
+                 rx_buffer_depth=16, submessage_flits=8, link_latency=1)
+
+#: The standard configurations, in report order. The full-size designs keep their buffers and
+#: 512-bit banks as memories in the generic flow; on an iCE40 (7,680 logic cells at most) the
+#: multi-port buffers become flip-flops and none of them fits, so only the small variants go
+#: through synth_ice40 and nextpnr (the 128-bit mesh router needs 13,284 LUTs).
+DESIGNS = [
+    Design("router-mesh", "router", "mesh 5 ports, 2 VCs x 8 flits, 128 b, wormhole",
+           dict(spec="mesh:4x4", router=5, concentration=1, flow_control="wormhole", **_ROUTER),
+           False),
+    Design("router-mesh-ct", "router", "mesh 5 ports, 2 VCs x 8 flits, 128 b, cut-through",
+           dict(spec="mesh:4x4", router=5, concentration=1, flow_control="cut_through",
+                **_ROUTER), False),
+    Design("router-torus", "router", "torus 8 ports (4 local), 2 VCs x 8 flits, 128 b",
+           dict(spec="torus:4x4", router=5, concentration=4, flow_control="wormhole", **_ROUTER),
+           False),
+    Design("router-mesh-32", "router", "mesh 5 ports, 2 VCs x 4 flits, 32 b, wormhole",
+           dict(spec="mesh:4x4", router=5, concentration=1, flow_control="wormhole",
+                num_vcs=2, vc_buf_depth=4, flit_width=32, credit_delay=1), True),
+    Design("ni-message", "ni", "NI 4 ports, 1024-flit buffer, 128 b, rx 32, message FC",
+           dict(flow_control="message"), False),
+    Design("ni-credit", "ni", "NI 4 ports, 1024-flit buffer, 128 b, rx 32, credit FC",
+           dict(flow_control="credit"), False),
+    Design("ni-small-message", "ni", "NI 2 ports, 16-flit buffer, 128 b, rx 16, message FC",
+           dict(flow_control="message", **_NI_SMALL), True),
+    Design("ni-small-credit", "ni", "NI 2 ports, 16-flit buffer, 128 b, rx 16, credit FC",
+           dict(flow_control="credit", **_NI_SMALL), True),
+    Design("cxl", "cxl", "CXL.mem 1024 lines x 512 b, 4 banks, 8 tensors", {}, False),
+    Design("cxl-small", "cxl", "CXL.mem 64 lines x 512 b, 4 banks, 4 tensors",
+           dict(num_lines=64, num_banks=4, req_credits=3, rwd_credits=4, hold_slots=2,
+                num_tensors=4, max_group_shift=4), True),
+]
+#: (message, credit) design pairs of the flow-control comparison.
+NI_PAIRS = [("ni-message", "ni-credit"), ("ni-small-message", "ni-small-credit")]
+
+
+def select_designs(text):
+    """The designs named in ``text`` (comma-separated; None: all), in report order.
+
+    Raises
+    ------
+    ConfigError
+        If a name is unknown or the list is empty.
+    """
+    if text is None:
+        return list(DESIGNS)
+    names = [n.strip().lower() for n in str(text).split(",") if n.strip()]
+    known = {d.name: d for d in DESIGNS}
+    if not names:
+        raise ConfigError(f"--design {text!r} names no design; choose from {', '.join(known)}")
+    for n in names:
+        if n not in known:
+            raise ConfigError(f"unknown design {n!r}; choose from {', '.join(known)}")
+    return [d for d in DESIGNS if d.name in names]
+
+
+def add_parser(sub):
+    """Add ``cost`` to the subcommand set ``sub`` of ``cli.build_parser``."""
+    p = sub.add_parser("cost", help="hardware cost: synthesise the router, the NI and the CXL "
+                       "memory controller with Yosys (generic cells, flip-flops, memory bits; "
+                       "iCE40 LUTs and nextpnr's fmax estimate)")
+    p.add_argument("--design", "-d", default=None, metavar="NAMES",
+                   help=f"comma-separated subset of {', '.join(d.name for d in DESIGNS)} "
+                   "(default: all)")
+    p.add_argument("--device", choices=tuple(ICE40_DEVICES), default="hx8k",
+                   help="iCE40 device for place and route (default %(default)s)")
+    p.add_argument("--no-ice40", action="store_true",
+                   help="generic synthesis only (no synth_ice40, no nextpnr)")
+    p.add_argument("--jobs", "-j", type=int, choices=range(1, 9), default=2, metavar="N",
+                   help="designs synthesised at once, 1..8 (default %(default)s; the first "
+                   "Yosys run compiles its WebAssembly with about 1.7 GB of memory)")
+    p.add_argument("--out", "-o", default=None, metavar="FILE.json",
+                   help="also write the JSON report to this file")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    # cli.main parses a network topology for every command; cost builds its own.
+    p.set_defaults(func=cmd_cost, topology=None, topology_default="ring:1",
+                   link_bandwidth=DEFAULT_LINK_BANDWIDTH, link_latency=DEFAULT_LINK_LATENCY)
+
+
+_ELABORATE = threading.Lock()   # Amaranth elaboration and its Yosys run one at a time
+
+
+def _cost_one(design, device, ice40):
+    with _ELABORATE:
+        verilog, top = design.build()
+    result = synthesise(verilog, top, ice40=ice40 and design.ice40, device=device)
+    return {"name": design.name, "kind": design.kind, "summary": design.summary,
+            "config": design.params, **result}
+
+
+def _fmax_cell(ice):
+    if ice is None:
+        return None
+    if not ice["fits"]:
+        return ice["note"]
+    return "-" if ice["fmax_MHz"] is None else f"{ice['fmax_MHz']:.1f}"
+
+
+def _rows(results):
+    rows = []
+    for r in results:
+        g, ice = r["generic"], r["ice40"] or {}
+        rows.append({"name": r["name"], "summary": r["summary"], "cells": g["cells"],
+                     "flip_flops": g["flip_flops"], "memory_bits": g["memory_bits"],
+                     "luts": ice.get("luts"), "ice40_ffs": ice.get("flip_flops"),
+                     "brams": ice.get("brams"), "fmax": _fmax_cell(r["ice40"])})
+    return rows
+
+
+def flow_control_comparison(results):
+    """The message-vs-credit NI comparison: one dict per pair present in ``results``, with
+    ``message``, ``credit``, ``rows`` (metric, message, credit, diff, pct)."""
+    by = {r["name"]: r for r in results}
+    out = []
+    for msg, cred in NI_PAIRS:
+        if msg not in by or cred not in by:
+            continue
+        a, b = by[msg], by[cred]
+        metrics = [("generic cells", a["generic"]["cells"], b["generic"]["cells"]),
+                   ("flip-flops", a["generic"]["flip_flops"], b["generic"]["flip_flops"]),
+                   ("memory bits", a["generic"]["memory_bits"], b["generic"]["memory_bits"])]
+        if a["ice40"] and b["ice40"]:
+            metrics += [("iCE40 LUTs", a["ice40"]["luts"], b["ice40"]["luts"]),
+                        ("iCE40 FFs", a["ice40"]["flip_flops"], b["ice40"]["flip_flops"])]
+        rows = [{"metric": m, "message": x, "credit": y, "diff": y - x,
+                 "pct": 100 * (y - x) / x if x else None} for m, x, y in metrics]
+        out.append({"message": msg, "credit": cred, "rows": rows})
+    return out
+
+
+def cmd_cost(args):
+    """``allreduce-rtl cost``: synthesise the standard configurations and report their cost."""
+    from .cli import print_json
+    designs = select_designs(args.design)
+    if args.out is not None:
+        check_writable_file(args.out)
+    ice40 = not args.no_ice40
+    started = time.monotonic()
+    results = {}
+    bar = tqdm(total=len(designs), desc="cost", unit="design", file=sys.stderr)
+    pool = ThreadPoolExecutor(max_workers=args.jobs)
+    try:
+        # the iCE40 runs take longest: start them first, so the two workers end together
+        order = sorted(designs, key=lambda d: not (ice40 and d.ice40))
+        futures = {pool.submit(_cost_one, d, args.device, ice40): d for d in order}
+        for future in as_completed(futures):
+            d = futures[future]
+            try:
+                results[d.name] = future.result()
+            except (SynthesisError, ValueError) as exc:
+                raise ConfigError(f"{d.name}: {exc}") from None
+            bar.set_postfix_str(d.name)
+            bar.update()
+    finally:
+        pool.shutdown(cancel_futures=True)   # on an error, start no other design
+        bar.close()
+    ordered = [results[d.name] for d in designs]
+    report = {"device": args.device if ice40 else None, "seconds": round(time.monotonic() -
+              started, 1), "tools": tool_versions(), "designs": ordered,
+              "flow_control": flow_control_comparison(ordered)}
+    if args.out is not None:
+        atomic_write(args.out, json.dumps(report, indent=2) + "\n")
+    if args.json:
+        print_json(report)
+    else:
+        _print(report)
+    return 0
+
+
+def _print(report):
+    tools = ", ".join(f"{k} {v}" for k, v in report["tools"].items())
+    print(f"hardware cost ({tools}); generic: Yosys synth, memories kept as memories; "
+          f"iCE40: synth_ice40 counts of the design, fmax = nextpnr's estimate "
+          f"({report['device'] or 'not run'}, all ports registered)")
+    print(format_table(_rows(report["designs"]), COLUMNS))
+    for pair in report["flow_control"]:
+        print(f"\nNI flow control: {pair['message']} against {pair['credit']} (same buffers)")
+        print(format_table(pair["rows"], COMPARE_COLUMNS))
+    cached = sum(r["cached"] for r in report["designs"])
+    print(f"\n{len(report['designs'])} designs in {report['seconds']:.1f} s"
+          + (f" ({cached} from the cache under {os.path.dirname(report['designs'][0]['work_dir'])})"
+             if cached else ""))
