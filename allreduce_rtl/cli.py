@@ -123,9 +123,13 @@ def build_parser():
                        "with a manifest (parameters, schedule tables, expected cycles)")
     _hardware_options(p, latency_default=DEFAULT_LINK_LATENCY)
     p.add_argument("--algorithm", "-a", default="multitree",
-                   help="ring, ring2d, multitree or multitree-opt (default %(default)s)")
+                   help="any algorithm (default %(default)s); multi-hop schedules (dbtree, "
+                   "halving-doubling) and fat-tree/BiGraph get routers")
     p.add_argument("--elements", "-e", type=_positive_int, default=4096,
                    help="elements (int32) per node (default %(default)s)")
+    p.add_argument("--router", action="store_true",
+                   help="put every NI on a router even when the schedule only talks to "
+                   "neighbours (default: only when needed)")
     p.add_argument("--out", "-o", required=True, metavar="DIR",
                    help="output folder (created): network.v and manifest.json")
     p.add_argument("--json", action="store_true", help="print the manifest's summary as JSON")

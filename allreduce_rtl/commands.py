@@ -123,12 +123,13 @@ def cmd_sweep(args):
 
 
 def _hardware_schedule(args, name):
-    """Schedule of ``name`` on ``args.topo`` with ``args.elements``, lowered for the NI (a
-    multi-hop schedule raises ``ConfigError``)."""
-    from golden_model.lowering import lower
+    """Schedule of ``name`` on ``args.topo`` with ``args.elements``, lowered for NIs on links,
+    or on routers when ``args.router`` is set or the schedule needs them
+    (``golden_model.lowering.needs_router``)."""
+    from golden_model.lowering import lower, needs_router
     from hdl.config import FIELD_ADDR_BITS
     sched = build_schedule(name, args.topo, args.elements)
-    lw = lower(sched)
+    lw = lower(sched, routed=bool(getattr(args, "router", False)) or needs_router(sched))
     if lw.buffer_flits > 1 << FIELD_ADDR_BITS:
         raise ConfigError(f"{args.elements:,} elements per node need {lw.buffer_flits:,} buffer "
                           f"flits; the NI's buffer holds at most {1 << FIELD_ADDR_BITS:,} flits "
@@ -149,6 +150,7 @@ def cmd_generate(args):
     sched, lw = _hardware_schedule(args, args.algorithm)
     from hdl.generate import network_config_for, to_verilog
     from hdl.network import Network
+    from hdl.routed_network import RoutedNetwork
     from hdl.schedule_table import engine_index, pack_row
     from tb.runner import config_dict
     from tb.scoreboard import hardware_timing, hardware_topology, model_cycles
@@ -164,14 +166,20 @@ def cmd_generate(args):
                     engines.append({
                         "engine": engine_index(direction, port, config.num_ports),
                         "direction": direction.name.lower(), "port": port,
-                        "neighbor": prog.neighbors[port] if port < len(prog.neighbors) else None,
+                        "neighbor": (prog.neighbors[port] if port < len(prog.neighbors)
+                                     else None),
                         "rows": [{"step": r.step, "op": r.op.name, "flow": r.flow,
                                   "chunk": r.chunk, "addr": r.addr, "flits": r.flits,
                                   "elements": r.elements, "deps": r.deps,
+                                  **({"dest": r.dest, "src": r.src} if lw.routed else {}),
                                   "word": f"{pack_row(r):#x}"} for r in rows]})
             tables.append({"node": prog.node, "neighbors": list(prog.neighbors),
                            "engines": engines})
     except ValueError as exc:       # NIConfig / table fields that do not fit
+        raise ConfigError(str(exc)) from None
+    try:
+        network = (RoutedNetwork if lw.routed else Network)(args.topo, config)
+    except ValueError as exc:
         raise ConfigError(str(exc)) from None
     out = Path(args.out)
     try:
@@ -181,14 +189,11 @@ def cmd_generate(args):
     from tb.demo import _Spinner
     with _Spinner(f"generate Verilog ({args.topo.spec}, {config.link_latency}-cycle links)",
                   enabled=not args.json):
-        try:
-            network = Network(args.topo, config)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
         verilog = to_verilog(network)
     expected = model_cycles(sched, config)
     size = args.elements * config.elem_width // 8
-    lb = lower_bound(hardware_topology(args.topo, config), size, hardware_timing(config))
+    timing = hardware_timing(config, args.topo)
+    lb = lower_bound(hardware_topology(args.topo, config), size, timing)
     summary = sched.summary()
     summary.pop("ring_order", None)
     manifest = {
@@ -204,7 +209,7 @@ def cmd_generate(args):
         "buffer": {"flits": lw.buffer_flits, "elements_per_flit": lw.elements_per_flit,
                    "chunk_base": [int(x) for x in lw.chunk_base]},
         "expected": {"model_cycles": expected,
-                     "timing_params": dataclasses.asdict(hardware_timing(config)),
+                     "timing_params": dataclasses.asdict(timing),
                      "lower_bound_cycles": lb.cycles,
                      "ratio_to_lower_bound": expected / lb.cycles if lb.cycles else None},
         "tables": tables,

@@ -14,6 +14,21 @@ the testbench uses the buffer layout to load and read back vectors.
 * **Dependencies.** A SEND row waits until the node has completed ``deps`` receives into the chunk:
   the receives of earlier steps (MultiTree's "a chunk goes up a tree only when all children
   delivered", generalised to every algorithm). Receives have no dependency.
+
+**Routed lowering** (``routed=True``: every NI port sits on a local port of a router, see
+``hdl.routed_network``): any schedule lowers, multi-hop transfers included.
+
+* **Ports.** On ring, mesh and torus the NI keeps one port per link (the papers' one NI per link):
+  a transfer leaves by the port of its route's first link and arrives at the port of its last
+  link, so single-hop traffic uses the same ports as without the router. On fat-tree and BiGraph
+  an endpoint has one link, so one port.
+* **Terminals.** Port ``p`` of node ``u`` is router terminal ``u * num_ports + p``; SEND rows carry
+  the destination and source terminals (``dest``, ``src``) for the router's head.
+* **Arrival order.** Messages from different sources reach a receive port in any order, so a
+  receive engine takes them as they come (the head says where the payload goes) and its rows only
+  count them. Dependency counting stays exact only if no receive into ``(u, c)`` can complete
+  before a send of ``(u, c)`` that must not include it; ``lower`` checks that every receive of a
+  later or equal step is caused by (reachable from) that send, and raises otherwise.
 """
 
 import enum
@@ -50,6 +65,8 @@ class TableRow:
     elements : int
     deps : int
         SEND: receives into ``chunk`` this node must complete first; RECV: 0.
+    dest, src : int
+        Routed SEND rows: destination and source router terminals; else 0.
     """
     step: int
     op: Op
@@ -59,6 +76,8 @@ class TableRow:
     flits: int
     elements: int
     deps: int
+    dest: int = 0
+    src: int = 0
 
 
 @dataclass(frozen=True)
@@ -84,6 +103,8 @@ class LoweredSchedule:
     buffer_flits : int
         Flits of buffer the vector needs.
     programs : list of NodeProgram, one per node
+    routed : bool
+        Lowered for NIs on routers (any number of hops; see the module docstring).
     """
     schedule: object
     elements_per_flit: int
@@ -91,6 +112,7 @@ class LoweredSchedule:
     chunk_base: np.ndarray
     buffer_flits: int
     programs: list
+    routed: bool = False
 
     @property
     def table_depth(self):
@@ -128,7 +150,18 @@ class LoweredSchedule:
         return out
 
 
-def lower(schedule, elements_per_flit=4):
+#: Longest routed message: the router head's ``flits`` field is 12 bits (``hdl.router.flit``).
+MAX_ROUTED_FLITS = (1 << 12) - 1
+
+
+def needs_router(schedule):
+    """True if ``schedule`` cannot run on NIs joined by point-to-point links: its topology has
+    switches (fat-tree, BiGraph) or a transfer crosses more than one link."""
+    return (not schedule.topology.is_direct
+            or any(len(t.route) != 1 for _, t in schedule.transfers()))
+
+
+def lower(schedule, elements_per_flit=4, routed=False):
     """Lower ``schedule`` to one ``NodeProgram`` per node.
 
     Parameters
@@ -136,28 +169,50 @@ def lower(schedule, elements_per_flit=4):
     schedule : AllReduceSchedule
     elements_per_flit : int
         32-bit elements per flit (4: 128-bit flits, the MultiTree paper's).
+    routed : bool
+        Lower for NIs attached to routers (any route; see the module docstring).
 
     Raises
     ------
     ConfigError
-        If a transfer crosses more than one link (the NI only talks to its neighbours; multi-hop
-        schedules need the router), or ``elements_per_flit`` is not a positive integer.
+        Without ``routed``: if a transfer crosses more than one link (the NI alone only talks
+        to its neighbours). With ``routed``: if a message is longer than ``MAX_ROUTED_FLITS``
+        payload flits, or the schedule's dependencies are not safe for arrivals in any order.
+        Either way if ``elements_per_flit`` is not a positive integer.
     """
     if not isinstance(elements_per_flit, int) or elements_per_flit < 1:
         raise ConfigError(f"elements per flit must be a positive integer, not {elements_per_flit!r}")
     topo = schedule.topology
-    for step, t in schedule.transfers():
-        if len(t.route) != 1:
-            raise ConfigError(
-                f"{schedule.algorithm} on {topo.spec} sends {t.src}->{t.dst} over {len(t.route)} "
-                f"links (step {step}); the network interface only sends to neighbours, so "
-                f"multi-hop schedules need the router; use ring, ring2d, multitree or "
-                f"multitree-opt on ring, mesh or torus")
+    if not routed:
+        for step, t in schedule.transfers():
+            if len(t.route) != 1:
+                raise ConfigError(
+                    f"{schedule.algorithm} on {topo.spec} sends {t.src}->{t.dst} over "
+                    f"{len(t.route)} links (step {step}); the network interface alone only sends "
+                    f"to neighbours: lower it for the router (routed=True, --router), or use "
+                    f"ring, ring2d, multitree or multitree-opt on ring, mesh or torus")
     sizes = np.diff(schedule.bounds)
     flits = -(-sizes // elements_per_flit)
     chunk_base = np.concatenate(([0], np.cumsum(flits)[:-1])).astype(np.int64)
     neighbors = [tuple(topo.neighbors(v)) for v in topo.nodes]
-    num_ports = max((len(n) for n in neighbors), default=0)
+    if routed:
+        if flits.size and int(flits.max()) > MAX_ROUTED_FLITS:
+            raise ConfigError(
+                f"a chunk of {int(sizes.max())} elements is {int(flits.max())} flits; a routed "
+                f"message holds at most {MAX_ROUTED_FLITS}: use more chunks or a smaller vector")
+        _check_any_order_safe(schedule)
+        num_ports = max((len(n) for n in neighbors), default=0) if topo.is_direct else 1
+    else:
+        num_ports = max((len(n) for n in neighbors), default=0)
+
+    def ports(t):
+        if not routed:
+            return neighbors[t.src].index(t.dst), neighbors[t.dst].index(t.src)
+        if not topo.is_direct:
+            return 0, 0
+        return (neighbors[t.src].index(t.route[0][1]),
+                neighbors[t.dst].index(t.route[-1][0]))
+
     engines = [{(d, p): [] for d in Direction for p in range(num_ports)} for _ in topo.nodes]
     received = {}
     for step, t in schedule.transfers():
@@ -165,11 +220,49 @@ def lower(schedule, elements_per_flit=4):
         row = dict(step=step, op=t.op, flow=max(t.flow, 0), chunk=c, addr=int(chunk_base[c]),
                    flits=int(flits[c]), elements=int(sizes[c]))
         deps = sum(1 for s in received.get((t.src, c), ()) if s < step)
-        engines[t.src][(Direction.SEND, neighbors[t.src].index(t.dst))].append(
-            TableRow(**row, deps=deps))
-        engines[t.dst][(Direction.RECV, neighbors[t.dst].index(t.src))].append(
-            TableRow(**row, deps=0))
+        p, q = ports(t)
+        terminals = (dict(dest=t.dst * num_ports + q, src=t.src * num_ports + p)
+                     if routed else {})
+        engines[t.src][(Direction.SEND, p)].append(TableRow(**row, deps=deps, **terminals))
+        engines[t.dst][(Direction.RECV, q)].append(TableRow(**row, deps=0))
         received.setdefault((t.dst, c), []).append(step)
     programs = [NodeProgram(v, neighbors[v], engines[v]) for v in topo.nodes]
     return LoweredSchedule(schedule, elements_per_flit, num_ports, chunk_base,
-                           int(flits.sum()), programs)
+                           int(flits.sum()), programs, routed)
+
+
+def _check_any_order_safe(schedule):
+    """Raise ``ConfigError`` if receives arriving in any order could break a send's dependency
+    count: a send of chunk c by u in step s counts the receives into (u, c) of steps before s, so
+    every receive into (u, c) of step >= s must be caused by that send (reachable from it along
+    transfers of c, each one a dependency of the next)."""
+    by_chunk = {}
+    for step, t in schedule.transfers():
+        by_chunk.setdefault(t.chunk, []).append((step, t))
+    for c, items in by_chunk.items():
+        into = {}       # node -> list of (step, index) of receives
+        for k, (step, t) in enumerate(items):
+            into.setdefault(t.dst, []).append((step, k))
+        # successors: transfer k (into v at step s) -> every transfer of c out of v at a later step
+        out = {}
+        for k, (step, t) in enumerate(items):
+            out.setdefault(t.src, []).append((step, k))
+        succ = [[j for s2, j in out.get(t.dst, ()) if s2 > step] for step, t in items]
+        for k, (step, t) in enumerate(items):
+            later = [j for s2, j in into.get(t.src, ()) if s2 >= step]
+            if not later:
+                continue
+            seen, todo = set(), [k]
+            while todo:
+                for j in succ[todo.pop()]:
+                    if j not in seen:
+                        seen.add(j)
+                        todo.append(j)
+            for j in later:
+                if j not in seen:
+                    s2, r = items[j]
+                    raise ConfigError(
+                        f"{schedule.algorithm} on {schedule.topology.spec}: node {t.src} sends "
+                        f"chunk {c} in step {step}, but its receive of chunk {c} from {r.src} in "
+                        f"step {s2} does not depend on that send; with a router the receive may "
+                        f"arrive first and be counted, so the schedule cannot be lowered routed")

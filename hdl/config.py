@@ -15,11 +15,14 @@ __all__ = ["NIConfig", "FLOW_CONTROL_MODES", "HEAD_INFO_BITS", "SCHEDULE_ROW_BIT
 #: Flow-control modes: whole sub-messages (the MultiTree paper's) or one credit per flit.
 FLOW_CONTROL_MODES = ("message", "credit")
 
-#: Bits of the head flit's ``HeadInfo`` (flow 8, step 16, chunk 8, op 1, flits 20).
-HEAD_INFO_BITS = 53
+#: Bits of the head flit's ``HeadInfo`` (flow 8, step 16, chunk 8, op 1, flits 20, addr 20).
+HEAD_INFO_BITS = 73
 #: Bits of one schedule-table row (valid 1, step 16, op 1, flow 8, chunk 8, addr 20, flits 20,
-#: deps 8); the host writes a row with one ``host_cmd`` word, so it must fit in a flit.
-SCHEDULE_ROW_BITS = 82
+#: deps 8, dest 10, src 10); the host writes a row with one ``host_cmd`` word, so it must fit in
+#: a flit.
+SCHEDULE_ROW_BITS = 102
+#: Bits of the router's head (``hdl.router.flit.RouterHead``) below a routed NI's ``HeadInfo``.
+ROUTER_HEAD_BITS = 32
 #: Width of buffer addresses and flit counts in rows, head flits and host commands.
 FIELD_ADDR_BITS = 20
 #: ``host_cmd.engine`` is 4 bits wide and there are ``2 * num_ports`` engines.
@@ -45,8 +48,8 @@ class NIConfig:
     elem_width : int
         Bits per element; additions wrap around modulo ``2**elem_width`` (int32: 32).
     elems_per_flit : int
-        Elements per flit; ``flit_width = elem_width * elems_per_flit`` must be at least 82 bits
-        (a schedule-table row is written with one host word).
+        Elements per flit; ``flit_width = elem_width * elems_per_flit`` must be at least 102 bits
+        (a schedule-table row is written with one host word), 105 when ``routed``.
     buffer_depth : int
         Local buffer, in flits (2..2**20).
     table_depth : int
@@ -62,6 +65,11 @@ class NIConfig:
         Flits granted by one credit in message mode (the paper's 256 B = 16 flits).
     link_latency : int
         Register stages per link direction, forward and credit return (>= 0).
+    routed : bool
+        The NI's ports sit on router local ports (``hdl.routed_network``): heads start with the
+        router's 32-bit header (destination and source terminal from the row), and receive
+        engines take messages in any order, writing where the head says (their rows only count
+        the messages). False: point-to-point links, messages checked in table order.
 
     Attributes
     ----------
@@ -93,6 +101,7 @@ class NIConfig:
     flow_control: str = "message"
     submessage_flits: int = 16
     link_latency: int = 4
+    routed: bool = False
 
     def __post_init__(self):
         check_int("num_ports", self.num_ports, 1, MAX_PORTS)
@@ -112,6 +121,12 @@ class NIConfig:
                              f"not {self.flow_control!r}")
         check_int("submessage_flits", self.submessage_flits, 1)
         check_int("link_latency", self.link_latency, 0)
+        if not isinstance(self.routed, bool):
+            raise ValueError(f"routed must be True or False, not {self.routed!r}")
+        if self.routed and self.flit_width < ROUTER_HEAD_BITS + HEAD_INFO_BITS:
+            raise ValueError(
+                f"flit width {self.flit_width} bits is too narrow for a routed head: the router "
+                f"header and the HeadInfo need {ROUTER_HEAD_BITS + HEAD_INFO_BITS} bits")
         if self.flow_control == "message" and self.rx_buffer_depth < self.submessage_flits:
             raise ValueError(
                 f"rx_buffer_depth {self.rx_buffer_depth!r} is smaller than submessage_flits "

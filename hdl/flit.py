@@ -26,7 +26,8 @@ class Op(enum.Enum, shape=1):
 
 
 class HeadInfo(data.Struct):
-    """The head flit's payload (low 53 bits; the rest of the flit is zero).
+    """The head flit's payload (low 73 bits; the rest of the flit is zero). Behind a router
+    (``NIConfig.routed``) it sits above the router's 32-bit ``RouterHead`` instead.
 
     Members
     -------
@@ -38,16 +39,19 @@ class HeadInfo(data.Struct):
     op : Op
     flits : unsigned(20)
         Payload flits that follow the head.
+    addr : unsigned(20)
+        Buffer flit address of the chunk (where a routed receiver writes the payload).
     """
     flow: 8
     step: 16
     chunk: 8
     op: Op
     flits: 20
+    addr: 20
 
 
 #: Fields of a ``HeadInfo`` that the receiver compares with its row.
-head_info_fields = ("flow", "step", "chunk", "op", "flits")
+head_info_fields = ("flow", "step", "chunk", "op", "flits", "addr")
 
 
 class Flit(data.StructLayout):

@@ -1,5 +1,6 @@
 """Verilog generation of the network top and the configuration a lowered schedule needs."""
 
+import contextlib
 import dataclasses
 import pathlib
 
@@ -9,6 +10,8 @@ from .config import NIConfig
 from .network import Network, ni_instances
 from .ni import NetworkInterface
 from .ram import verilog_rams
+from .routed_network import RoutedNetwork
+from .router.network import shared_routers
 
 __all__ = ["to_verilog", "network_config_for", "TOP_MODULE", "NI_MODULE"]
 
@@ -25,7 +28,9 @@ def to_verilog(network, path=None):
     that is appended to the output, so a 600k-flit buffer costs no conversion time and no
     per-word initialisation (see ``hdl.ram``). The NI is converted once, as module
     ``network_ni``, and the top instantiates it once per node (instance ``ni<u>``), so the time
-    and the file size hardly grow with the node count. No ``timescale`` is emitted.
+    and the file size hardly grow with the node count; so are the routers of a
+    ``RoutedNetwork`` (module ``network_router``, ``hdl.router.network.shared_routers``). No
+    ``timescale`` is emitted.
 
     Parameters
     ----------
@@ -44,9 +49,12 @@ def to_verilog(network, path=None):
         if isinstance(network, Network):
             ni_text = verilog.convert(NetworkInterface(network.config), name=NI_MODULE,
                                       emit_src=False)
-            with ni_instances(NI_MODULE):
+            with contextlib.ExitStack() as stack:
+                stack.enter_context(ni_instances(NI_MODULE))
+                router_texts = (stack.enter_context(shared_routers(network.fabric, TOP_MODULE))
+                                if isinstance(network, RoutedNetwork) else [])
                 text = verilog.convert(network, name=TOP_MODULE, emit_src=False)
-            text = text + "\n" + ni_text
+            text = "\n".join([text, ni_text, *router_texts])
         else:
             text = verilog.convert(network, name=TOP_MODULE, emit_src=False)
     text = text + "\n" + "\n".join(modules[name] for name in sorted(modules))
@@ -60,7 +68,7 @@ def to_verilog(network, path=None):
 def network_config_for(lowered, **overrides):
     """An ``NIConfig`` that fits ``lowered``.
 
-    Chooses ``num_ports`` = the schedule's ports, ``elems_per_flit`` = its elements per flit,
+    Chooses ``routed`` = the lowering's, ``num_ports`` = the schedule's ports, ``elems_per_flit`` = its elements per flit,
     ``buffer_depth`` = ``buffer_flits``, ``table_depth`` = the longest engine program,
     ``max_chunks`` = the number of chunks (each at least the smallest legal value), and
     ``rx_buffer_depth`` = ``2 * link_latency + 2 * submessage_flits`` (full rate, see
@@ -96,7 +104,7 @@ def network_config_for(lowered, **overrides):
         "table_depth": max(2, lowered.table_depth),
         "max_chunks": max(1, schedule.num_chunks),
     }
-    fields = dict(need)
+    fields = dict(need, routed=bool(getattr(lowered, "routed", False)))
     if isinstance(latency, int) and isinstance(sub, int):
         fields["rx_buffer_depth"] = 2 * latency + 2 * sub
     fields.update(overrides)
@@ -105,6 +113,9 @@ def network_config_for(lowered, **overrides):
         if getattr(config, key) < need[key]:
             raise ValueError(f"{key} {getattr(config, key)!r} is too small for {schedule.algorithm} "
                              f"on {schedule.topology.spec}: it needs at least {need[key]}")
+    if config.routed != fields["routed"]:
+        raise ValueError(f"routed={config.routed!r} differs from the schedule's lowering "
+                         f"(routed={fields['routed']!r})")
     if config.elems_per_flit != lowered.elements_per_flit:
         raise ValueError(f"elems_per_flit {config.elems_per_flit!r} differs from the schedule's "
                          f"lowering ({lowered.elements_per_flit} elements per flit)")

@@ -26,7 +26,7 @@ class HostCmd(data.StructLayout):
     """``{"write": 1, "target": 1, "engine": 4, "addr": 20, "data": flit_width}``.
 
     A write stores ``data`` at ``addr`` of the buffer (``target = 0``) or of engine ``engine``'s
-    table (``target = 1``, the low 82 bits of ``data`` are the ``ScheduleRow``); a read returns the
+    table (``target = 1``, the low 102 bits of ``data`` are the ``ScheduleRow``); a read returns the
     word (a table row zero-extended) on ``host_rsp``.
     """
 
@@ -109,6 +109,9 @@ def load_commands(config, lowered, node, flits):
     if lowered.num_ports > config.num_ports:
         raise ValueError(f"the schedule needs {lowered.num_ports} ports, config has num_ports "
                          f"{config.num_ports}")
+    if lowered.routed != config.routed:
+        raise ValueError(f"the schedule is lowered with routed={lowered.routed}, config has "
+                         f"routed={config.routed}")
     if lowered.buffer_flits > config.buffer_depth:
         raise ValueError(f"the schedule needs {lowered.buffer_flits} buffer flits, config has "
                          f"buffer_depth {config.buffer_depth}")

@@ -112,21 +112,15 @@ class Network(wiring.Component):
         try:
             if not isinstance(config, NIConfig):
                 raise ValueError(f"config must be an NIConfig, not {config!r}")
-            self._port_map = port_map(topology)
-            for u in topology.nodes:
-                if len(topology.neighbors(u)) > config.num_ports:
-                    raise ValueError(f"node {u} of {topology.spec} has "
-                                     f"{len(topology.neighbors(u))} neighbours, more than "
-                                     f"num_ports {config.num_ports}")
+            self._build_fabric(topology, config)
         except ValueError:
             self._MustUse__silence = True   # never built: no "created but never used" warning
             raise
         self._topology = topology
         self._config = config
         n, fw = topology.num_nodes, config.flit_width
-        #: The NIs, one per node (``nodes[u]``), and the links (``links[(u, p)]``: port p of u).
+        #: The NIs, one per node (``nodes[u]``).
         self.nodes = [NetworkInterface(config) for _ in topology.nodes]
-        self.links = {key: Link(config) for key in sorted(self._port_map)}
         super().__init__({
             "start": In(1),
             "done": Out(1),
@@ -139,6 +133,39 @@ class Network(wiring.Component):
             "node_step": Out(16).array(n),
         })
 
+    def _build_fabric(self, topology, config):
+        """Check ``topology`` against ``config`` and create what carries the flits (here the
+        links, ``links[(u, p)]``: the link leaving port p of u); raise ``ValueError``."""
+        if config.routed:
+            raise ValueError("config.routed is set: NIs on routers need hdl.routed_network."
+                             "RoutedNetwork, not Network")
+        self._port_map = port_map(topology)
+        for u in topology.nodes:
+            if len(topology.neighbors(u)) > config.num_ports:
+                raise ValueError(f"node {u} of {topology.spec} has "
+                                 f"{len(topology.neighbors(u))} neighbours, more than "
+                                 f"num_ports {config.num_ports}")
+        self.links = {key: Link(config) for key in sorted(self._port_map)}
+
+    def _connect_fabric(self, m, nis):
+        """Wire every NI port to the fabric (unused ports tied off); return extra error bits."""
+        used_rx = set()
+        for (u, p), (v, q) in sorted(self._port_map.items()):
+            link = self.links[(u, p)]
+            m.submodules[f"link_{u}p{p}_{v}p{q}"] = link
+            wiring.connect(m, nis[u].tx[p], link.flit_in)
+            wiring.connect(m, link.flit_out, nis[v].rx[q])
+            m.d.comb += [link.credit_in.eq(nis[v].rx_credit[q]),
+                         nis[u].tx_credit[p].eq(link.credit_out)]
+            used_rx.add((v, q))
+        for u in self._topology.nodes:   # tie off unused ports
+            for p in range(self._config.num_ports):
+                if (u, p) not in self._port_map:
+                    m.d.comb += nis[u].tx_credit[p].eq(0)
+                if (u, p) not in used_rx:
+                    m.d.comb += nis[u].rx[p].valid.eq(0)
+        return []
+
     @property
     def topology(self):
         return self._topology
@@ -149,7 +176,6 @@ class Network(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        cfg = self._config
         nis = self.nodes
         ni_module = _NI_MODULE.get()
         for u, ni in enumerate(nis):
@@ -162,27 +188,15 @@ class Network(wiring.Component):
                 self.node_error[u].eq(ni.error),
                 self.node_step[u].eq(ni.step),
             ]
-        used_rx = set()
-        for (u, p), (v, q) in sorted(self._port_map.items()):
-            link = self.links[(u, p)]
-            m.submodules[f"link_{u}p{p}_{v}p{q}"] = link
-            wiring.connect(m, nis[u].tx[p], link.flit_in)
-            wiring.connect(m, link.flit_out, nis[v].rx[q])
-            m.d.comb += [link.credit_in.eq(nis[v].rx_credit[q]),
-                         nis[u].tx_credit[p].eq(link.credit_out)]
-            used_rx.add((v, q))
-        for u in self._topology.nodes:   # tie off unused ports
-            for p in range(cfg.num_ports):
-                if (u, p) not in self._port_map:
-                    m.d.comb += nis[u].tx_credit[p].eq(0)
-                if (u, p) not in used_rx:
-                    m.d.comb += nis[u].rx[p].valid.eq(0)
+        fabric_errors = self._connect_fabric(m, nis)
 
         done = nis[0].done
         error = nis[0].error
         for ni in nis[1:]:
             done = done & ni.done
             error = error | ni.error
+        for e in fabric_errors:
+            error = error | e
         running = Signal()
         with m.If(self.start):
             m.d.sync += [running.eq(1), self.cycles.eq(1)]

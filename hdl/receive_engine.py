@@ -19,7 +19,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import NIConfig
+from .config import NIConfig, ROUTER_HEAD_BITS
 from .credit import CreditReturn
 from .flit import Flit, FlitKind, FlitStream, HeadInfo
 from .ops import eq_const, ge_const, is_zero
@@ -109,7 +109,8 @@ class ReceiveEngine(wiring.Component):
         row_valid = Signal()
         m.d.comb += row_valid.eq(active & row.valid & ~eq_const(idx, depth))
         flit = flit_layout(rx.r_stream.payload)
-        head = HeadInfo(flit.payload[:HeadInfo.as_shape().size])
+        head_lo = ROUTER_HEAD_BITS if cfg.routed else 0
+        head = HeadInfo(flit.payload[head_lo:head_lo + HeadInfo.as_shape().size])
         have = rx.r_stream.valid
         take_head = Signal()
         take_body = Signal()
@@ -125,10 +126,17 @@ class ReceiveEngine(wiring.Component):
         ]
 
         head_bad = Signal()
-        m.d.comb += head_bad.eq(~eq_const(flit.kind.as_value(), FlitKind.HEAD.value)
-                                | (head.flow != row.flow)
-                                | (head.step != row.step) | (head.chunk != row.chunk)
-                                | (head.op != row.op) | (head.flits != row.flits))
+        not_head = ~eq_const(flit.kind.as_value(), FlitKind.HEAD.value)
+        if cfg.routed:      # any order: the head itself says what to do
+            m.d.comb += head_bad.eq(not_head | is_zero(head.flits)
+                                    | ge_const(head.chunk, cfg.max_chunks))
+            use = head
+        else:
+            m.d.comb += head_bad.eq(not_head | (head.flow != row.flow)
+                                    | (head.step != row.step) | (head.chunk != row.chunk)
+                                    | (head.op != row.op) | (head.flits != row.flits)
+                                    | (head.addr != row.addr))
+            use = row
         last = Signal()     # the next payload flit is the tail
         m.d.comb += last.eq(eq_const(remaining, 1))
         body_kind = Mux(last, FlitKind.TAIL.value, FlitKind.BODY.value)
@@ -146,12 +154,12 @@ class ReceiveEngine(wiring.Component):
 
         with m.If(take_head):
             m.d.sync += [
-                in_msg.eq(row.flits.any()),
-                remaining.eq(row.flits),
-                addr.eq(row.addr),
-                op.eq(row.op),
-                chunk.eq(row.chunk),
-                cur_step.eq(row.step),
+                in_msg.eq(use.flits.any()),
+                remaining.eq(use.flits),
+                addr.eq(use.addr),
+                op.eq(use.op),
+                chunk.eq(use.chunk),
+                cur_step.eq(use.step),
             ]
         with m.If(take_body):
             m.d.sync += [remaining.eq(remaining - 1), addr.eq(addr + 1)]

@@ -17,7 +17,7 @@ __all__ = ["ScheduleRow", "pack_row", "unpack_row", "engine_index"]
 
 
 class ScheduleRow(data.Struct):
-    """One row of an engine table (82 bits, ``valid`` in bit 0).
+    """One row of an engine table (102 bits, ``valid`` in bit 0).
 
     Members
     -------
@@ -33,6 +33,8 @@ class ScheduleRow(data.Struct):
         Payload flits of the message.
     deps : unsigned(8)
         SEND: receives into ``chunk`` that must have completed; RECV: 0.
+    dest, src : unsigned(10)
+        Routed SEND rows: destination and source router terminals (the router's head); else 0.
     """
     valid: 1
     step: 16
@@ -42,6 +44,8 @@ class ScheduleRow(data.Struct):
     addr: 20
     flits: 20
     deps: 8
+    dest: 10
+    src: 10
 
 
 _LAYOUT = ScheduleRow.as_shape()
@@ -65,7 +69,7 @@ def pack_row(row):
         If a field does not fit its width (the message names the field and the value).
     """
     values = {"valid": 1, "step": row.step, "op": Op[row.op.name].value, "flow": row.flow,
-              "chunk": row.chunk, "addr": row.addr, "flits": row.flits, "deps": row.deps}
+              "chunk": row.chunk, "addr": row.addr, "flits": row.flits, "deps": row.deps, "dest": row.dest, "src": row.src}
     word = 0
     for name, field in _LAYOUT:
         width = field.width

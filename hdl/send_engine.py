@@ -13,13 +13,16 @@ the same cycle, so the next row is on ``table.data`` from t+1. A message has at 
 flit, so the next head can issue right after the current tail: **no idle cycle between messages**
 when the next row's dependencies are met and a credit is there. After ``start`` (cycle s) the
 first row is read in cycle s and the first head can issue in s+1 (on the link input in s+2).
+
+Routed NI (``NIConfig.routed``): the head carries the router's ``RouterHead`` (the row's
+``dest`` and ``src`` terminals, ``flits``) in its low 32 bits and the ``HeadInfo`` above it.
 """
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import NIConfig
+from .config import NIConfig, ROUTER_HEAD_BITS
 from .credit import CreditCounter
 from .ops import eq_const, ge_const, is_zero
 from .flit import FlitKind, FlitStream, HeadInfo
@@ -95,6 +98,7 @@ class SendEngine(wiring.Component):
         out_kind = Signal(FlitKind)
         out_is_head = Signal()
         out_head = Signal(HeadInfo)
+        out_route = Signal(ROUTER_HEAD_BITS)    # routed: dest(10) | src(10) | flits(12)
 
         row = self.table.data
         row_valid = Signal()
@@ -141,7 +145,10 @@ class SendEngine(wiring.Component):
                 out_head.chunk.eq(row.chunk),
                 out_head.op.eq(row.op),
                 out_head.flits.eq(row.flits),
+                out_head.addr.eq(row.addr),
             ]
+            if cfg.routed:
+                m.d.sync += out_route.eq(Cat(row.dest, row.src, row.flits[:12]))
         with m.If(body_go):
             m.d.sync += [
                 remaining.eq(remaining - 1),
@@ -157,10 +164,11 @@ class SendEngine(wiring.Component):
         with m.Elif(active & ~in_msg & ~row_valid):
             m.d.sync += active.eq(0)
 
+        head_word = Cat(out_route, out_head) if cfg.routed else out_head.as_value()
         m.d.comb += [
             self.flit_out.valid.eq(out_valid),
             self.flit_out.payload.kind.eq(out_kind),
-            self.flit_out.payload.payload.eq(Mux(out_is_head, out_head.as_value(), self.buf.data)),
+            self.flit_out.payload.payload.eq(Mux(out_is_head, head_word, self.buf.data)),
             self.done.eq(~active & ~out_valid),
             self.step.eq(Mux(in_msg, cur_step, row.step)),
         ]

@@ -31,7 +31,7 @@ import numpy as np
 from golden_model.lowering import Direction, LoweredSchedule
 
 __all__ = [
-    "HOST_PLAYER", "HostCmdLayout", "RowLayout", "NetworkPorts", "parse_ports",
+    "HOST_PLAYER", "HostCmdLayout", "NetworkPorts", "parse_ports",
     "generate_tb_top", "program_images", "write_image", "read_dump", "pack_flits",
     "image_depth_for",
 ]
@@ -77,25 +77,6 @@ class HostCmdLayout:
         return word
 
 
-@dataclasses.dataclass(frozen=True)
-class RowLayout:
-    """The contract's ``ScheduleRow`` (used only when ``hdl.schedule_table`` is missing)."""
-    fields: tuple = (("valid", 1), ("step", 16), ("op", 1), ("flow", 8), ("chunk", 8),
-                     ("addr", 20), ("flits", 20), ("deps", 8))
-
-    def pack(self, row) -> int:
-        values = dict(valid=1, step=row.step, op=row.op.value, flow=row.flow, chunk=row.chunk,
-                      addr=row.addr, flits=row.flits, deps=row.deps)
-        word, off = 0, 0
-        for name, width in self.fields:
-            v = values[name]
-            if not 0 <= v < (1 << width):
-                raise ValueError(f"schedule row field {name}={v} does not fit {width} bits")
-            word |= v << off
-            off += width
-        return word
-
-
 def _hdl_layout(names, flit_width):
     """``{field: (offset, width)}`` of ``hdl.host.HostCmd``, or None without ``hdl``."""
     try:
@@ -106,16 +87,10 @@ def _hdl_layout(names, flit_width):
 
 
 def _row_packer():
-    """``(pack_row, engine_index)`` from ``hdl.schedule_table``, or the contract's fallback."""
-    try:
-        from hdl.schedule_table import engine_index, pack_row  # noqa: PLC0415
-        return pack_row, engine_index
-    except ImportError:
-        layout = RowLayout()
-
-        def engine_index_fallback(direction, port, num_ports):
-            return port if direction is Direction.SEND else num_ports + port
-        return layout.pack, engine_index_fallback
+    """``(pack_row, engine_index)`` from ``hdl.schedule_table`` (imported late: the harness
+    itself does not need the hardware generator)."""
+    from hdl.schedule_table import engine_index, pack_row  # noqa: PLC0415
+    return pack_row, engine_index
 
 
 # --------------------------------------------------------------------------------------------
@@ -376,6 +351,9 @@ def program_images(lowered: LoweredSchedule, config, vectors: np.ndarray,
     if lowered.num_ports > config.num_ports:
         raise ValueError(f"schedule needs {lowered.num_ports} ports, hardware has "
                          f"{config.num_ports}")
+    if getattr(lowered, "routed", False) != getattr(config, "routed", False):
+        raise ValueError(f"schedule lowered for {'routers' if lowered.routed else 'links'}, "
+                         f"hardware has NIs on {'routers' if config.routed else 'links'}")
     if lowered.table_depth > config.table_depth:
         raise ValueError(f"schedule needs {lowered.table_depth} table rows per engine, hardware "
                          f"has table_depth={config.table_depth}")

@@ -105,13 +105,16 @@ def _locked(path: pathlib.Path):
 
 
 def network_verilog(topology, config) -> str:
-    """The network's Verilog: ``hdl.generate.to_verilog(hdl.network.Network(topology, config))``."""
+    """The network's Verilog: ``hdl.generate.to_verilog`` of ``hdl.network.Network(topology,
+    config)``, or of ``hdl.routed_network.RoutedNetwork`` when ``config.routed``."""
     try:
         from hdl.generate import to_verilog  # noqa: PLC0415
         from hdl.network import Network  # noqa: PLC0415
+        from hdl.routed_network import RoutedNetwork  # noqa: PLC0415
     except ImportError as exc:
         raise BuildError(f"the hardware generator (hdl) is not available: {exc}") from exc
-    return to_verilog(Network(topology, config))
+    top = RoutedNetwork if getattr(config, "routed", False) else Network
+    return to_verilog(top(topology, config))
 
 
 @dataclasses.dataclass

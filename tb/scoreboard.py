@@ -38,17 +38,45 @@ def hardware_topology(topology, config):
 #: cycles after its inputs are ready, and a received tail counts 1 cycle after it arrives.
 NI_SEND_DELAY = 2
 NI_RETIRE_DELAY = 1
+#: The routed network (hdl.routed_network, docs/hardware.md "Router"): a head takes 4 cycles in
+#: every router; between the NI's output and the first router it passes the ``RouterPort`` FIFO
+#: (1) and the injection register (1), and the ejection buffer (1) at the end. On a mesh or torus
+#: the source and destination nodes' own routers are crossed too (2 more routers per message);
+#: on fat-tree and BiGraph only switches route, and the model's ``router_delay`` counts them.
+ROUTER_DELAY = 4
+ROUTED_PORT_DELAY = 3
 
 
-def hardware_timing(config, **overrides) -> TimingParams:
+def routed_send_delay(topology) -> int:
+    """``send_delay`` of a routed network: the NI's, the per-message port delays and, on a
+    direct network, the source and destination routers (the model counts only transit ones)."""
+    return NI_SEND_DELAY + ROUTED_PORT_DELAY + (2 * ROUTER_DELAY if topology.is_direct else 0)
+
+
+def hardware_timing(config, topology=None, **overrides) -> TimingParams:
     """``TimingParams`` like the hardware: 1 GHz, the NI's flit size, one head flit per message,
     the NI's send and retire delays, in-order links (options the timing model does not have are
-    left out). With these the model equals the RTL exactly when no send waits for a credit."""
+    left out). With these the model equals the RTL exactly when no send waits for a credit.
+    On the routed network (``config.routed``; ``topology`` required) links are first come,
+    first served, a head spends ``ROUTER_DELAY`` cycles in every transit router and the send
+    delay adds the ports and end routers (``routed_send_delay``).
+
+    Raises
+    ------
+    ValueError
+        If ``config.routed`` and no ``topology`` is given.
+    """
     fields = {f.name for f in dataclasses.fields(TimingParams)}
     want = {"frequency_ghz": 1.0, "flit_bytes": config.elem_width * config.elems_per_flit // 8,
             "element_bytes": config.elem_width // 8, "header_flits": 1,
             "send_delay": NI_SEND_DELAY, "retire_delay": NI_RETIRE_DELAY,
-            "in_order_links": True, **overrides}
+            "in_order_links": True}
+    if getattr(config, "routed", False):
+        if topology is None:
+            raise ValueError("the routed network's timing depends on the topology: pass it")
+        want.update(router_delay=ROUTER_DELAY, in_order_links=False,
+                    send_delay=routed_send_delay(topology))
+    want.update(overrides)
     return TimingParams(**{k: v for k, v in want.items() if k in fields})
 
 
@@ -58,9 +86,10 @@ def _on(schedule, topology):
 
 
 def model_cycles(schedule, config, **overrides) -> int:
-    """Cycles ``golden_model.timing.simulate`` predicts for ``schedule`` on the hardware."""
+    """Cycles ``golden_model.timing.simulate`` predicts for ``schedule`` on the hardware (on
+    the routed network when ``config.routed``: router delays, first-come links)."""
     topo = hardware_topology(schedule.topology, config)
-    return simulate(_on(schedule, topo), hardware_timing(config, **overrides)).cycles
+    return simulate(_on(schedule, topo), hardware_timing(config, topo, **overrides)).cycles
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,9 +169,9 @@ def check_run(result, schedule, vectors, config, *, model: int | None = None) ->
     """
     topo = hardware_topology(schedule.topology, config)
     if model is None:
-        model = simulate(_on(schedule, topo), hardware_timing(config)).cycles
+        model = model_cycles(schedule, config)
     lb = lower_bound(topo, schedule.num_elements * config.elem_width // 8,
-                     hardware_timing(config)).cycles
+                     hardware_timing(config, topo)).cycles
     if not result.ok:
         where = ""
         if getattr(result, "results_xml", None) is not None:

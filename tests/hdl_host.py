@@ -15,6 +15,7 @@ from golden_model.lowering import lower
 from hdl.generate import network_config_for
 from hdl.host import flit_elements, load_commands, read_commands
 from hdl.network import Network
+from hdl.routed_network import RoutedNetwork
 
 __all__ = ["stream_commands", "wait_done", "simulate_allreduce", "StallError"]
 
@@ -105,15 +106,18 @@ async def wait_done(ctx, net, max_cycles):
 
 
 def simulate_allreduce(topology, schedule, *, seed=0, max_cycles=5000, gap=0.0,
-                       backpressure=0.0, vcd=None, **config_overrides):
+                       backpressure=0.0, vcd=None, routed=False, **config_overrides):
     """Run ``schedule`` on a simulated ``Network`` and check it against the golden executor.
+
+    ``routed`` lowers for and builds a ``RoutedNetwork`` (NIs on routers).
 
     Returns
     -------
     (numpy.ndarray, numpy.ndarray, int, NIConfig)
         Hardware result (N, D) int32, executor result, RTL cycles, the configuration.
     """
-    lowered = lower(schedule, elements_per_flit=config_overrides.get("elems_per_flit", 4))
+    lowered = lower(schedule, elements_per_flit=config_overrides.get("elems_per_flit", 4),
+                    routed=routed)
     config = network_config_for(lowered, **config_overrides)
     rng = np.random.default_rng(seed)
     info = np.iinfo(np.int32)
@@ -122,7 +126,7 @@ def simulate_allreduce(topology, schedule, *, seed=0, max_cycles=5000, gap=0.0,
     # Make wrap-around certain: large values of one sign.
     vectors[:, ::3] = info.max - rng.integers(0, 8, size=vectors[:, ::3].shape)
     packed = lowered.pack(vectors)
-    net = Network(topology, config)
+    net = (RoutedNetwork if routed else Network)(topology, config)
     loads = [load_commands(config, lowered, u, packed[u]) for u in range(schedule.num_nodes)]
     reads = [read_commands(config, lowered.buffer_flits) for _ in range(schedule.num_nodes)]
     out = {}

@@ -63,7 +63,8 @@ def test_config_message_mode_needs_one_submessage():
 def _random_row(rng):
     return TableRow(step=rng.randrange(1 << 16), op=rng.choice(list(GoldenOp)),
                     flow=rng.randrange(256), chunk=rng.randrange(256), addr=rng.randrange(1 << 20),
-                    flits=rng.randrange(1, 1 << 20), elements=1, deps=rng.randrange(256))
+                    flits=rng.randrange(1, 1 << 20), elements=1, deps=rng.randrange(256),
+                    dest=rng.randrange(1024), src=rng.randrange(1024))
 
 
 def test_pack_row_matches_the_struct_and_round_trips():
@@ -73,13 +74,14 @@ def test_pack_row_matches_the_struct_and_round_trips():
         word = pack_row(row)
         const = ScheduleRow.const({"valid": 1, "step": row.step, "op": Op[row.op.name],
                                    "flow": row.flow, "chunk": row.chunk, "addr": row.addr,
-                                   "flits": row.flits, "deps": row.deps})
+                                   "flits": row.flits, "deps": row.deps, "dest": row.dest,
+                                   "src": row.src})
         assert word == const.as_value().value
         fields = unpack_row(word)
         assert fields["valid"] == 1 and fields["op"].name == row.op.name
-        for name in ("step", "flow", "chunk", "addr", "flits", "deps"):
+        for name in ("step", "flow", "chunk", "addr", "flits", "deps", "dest", "src"):
             assert fields[name] == getattr(row, name)
-    assert ScheduleRow.as_shape().size == 82
+    assert ScheduleRow.as_shape().size == 1 + 16 + 1 + 8 + 8 + 20 + 20 + 8 + 10 + 10
 
 
 def test_pack_row_rejects_fields_that_do_not_fit():

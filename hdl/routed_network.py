@@ -1,0 +1,180 @@
+"""The routed network top: one NI per node, every NI port on a local port of a router.
+
+``RoutedNetwork`` has the members of ``hdl.network.Network`` (so the testbench and the host
+players drive both alike) but carries flits through ``hdl.router.network.RouterNetwork``
+instead of point-to-point links, so any schedule runs, multi-hop transfers included (lower it
+with ``golden_model.lowering.lower(..., routed=True)``; the NIs need ``NIConfig.routed``).
+
+Ports and terminals: on a mesh or torus each node's router gets ``num_ports`` local ports
+(concentration: the papers' one NI per link), NI port ``p`` of node ``u`` is router terminal
+``u * num_ports + p``; on fat-tree and BiGraph NI port 0 of node ``u`` is terminal ``u`` on its
+leaf switch (the other NI ports are tied off).
+
+Between an NI port and its terminal sits a ``RouterPort``: the NI's link-level flow control
+(``hdl.credit``, message or credit mode, ``rx_buffer_depth``) on one side, the router's
+``InjectionPort``/``EjectionPort`` streams on the other.
+"""
+
+from amaranth.hdl import Module
+from amaranth.lib import fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .config import NIConfig
+from .credit import CreditCounter, CreditReturn
+from .flit import Flit, FlitStream
+from .network import Network
+from .router.flit import PacketFlit, is_head_kind
+from .router.network import RouterNetwork
+
+__all__ = ["RouterPort", "RoutedNetwork", "router_vc_buf_depth"]
+
+
+def router_vc_buf_depth(link_latency, credit_delay=1):
+    """Flits per router VC buffer that let one VC run at a flit per cycle over links of
+    ``link_latency`` cycles: ``2 + 2 * link_latency + credit_delay`` (``hdl.router.router``),
+    at least 8."""
+    return max(8, 2 + 2 * link_latency + credit_delay)
+
+
+class RouterPort(wiring.Component):
+    """One NI port joined to one router terminal.
+
+    Send side: flits from the NI's ``tx`` go into a FIFO of ``rx_buffer_depth`` flits (the
+    room the NI's send engine holds credits for) and on to the router's injection stream; each
+    pop frees credit as ``hdl.credit.CreditReturn`` says (per flit or per sub-message).
+    Receive side: the router's ejection stream is passed to the NI's ``rx`` only while a
+    ``hdl.credit.CreditCounter`` holds credit for the NI's receive FIFO (the ejection port's
+    VC buffers hold the rest). One cycle from ``ni_tx`` to ``inject``; none from ``eject`` to
+    ``ni_rx``.
+
+    Parameters
+    ----------
+    config : NIConfig
+
+    Members
+    -------
+    ni_tx : ``In(FlitStream(flit_width))``, ni_tx_credit : ``Out(1)``
+        Connect to the NI's ``tx[p]`` and ``tx_credit[p]``.
+    ni_rx : ``Out(FlitStream(flit_width))``, ni_rx_credit : ``In(1)``
+        Connect to the NI's ``rx[p]`` and ``rx_credit[p]``.
+    inject : ``Out(stream.Signature(PacketFlit(flit_width)))``
+    eject : ``In(stream.Signature(PacketFlit(flit_width)))``
+    overflow : ``Out(1)``
+        Sticky: a flit from the NI found the FIFO full (never, if credits work).
+    """
+
+    def __init__(self, config):
+        if not isinstance(config, NIConfig):
+            raise ValueError(f"config must be an NIConfig, not {config!r}")
+        self._config = config
+        fw = config.flit_width
+        sig = stream.Signature(PacketFlit(fw))
+        super().__init__({"ni_tx": In(FlitStream(fw)), "ni_tx_credit": Out(1),
+                          "ni_rx": Out(FlitStream(fw)), "ni_rx_credit": In(1),
+                          "inject": Out(sig), "eject": In(sig), "overflow": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        layout = Flit(cfg.flit_width)
+        m.submodules.tx_fifo = txq = fifo.SyncFIFO(width=layout.size, depth=cfg.rx_buffer_depth)
+        m.submodules.tx_return = ret = CreditReturn(cfg)
+        front = layout(txq.r_data)
+        m.d.comb += [
+            txq.w_en.eq(self.ni_tx.valid),
+            txq.w_data.eq(self.ni_tx.payload),
+            self.inject.valid.eq(txq.r_rdy),
+            self.inject.payload.eq(txq.r_data),
+            txq.r_en.eq(self.inject.ready),
+            ret.pop.eq(txq.r_rdy & self.inject.ready),
+            ret.kind.eq(front.kind),
+            self.ni_tx_credit.eq(ret.credit),
+        ]
+        with m.If(self.ni_tx.valid & ~txq.w_rdy):
+            m.d.sync += self.overflow.eq(1)
+
+        m.submodules.rx_credits = cc = CreditCounter(cfg)
+        m.d.comb += [
+            cc.credit_in.eq(self.ni_rx_credit),
+            cc.head.eq(is_head_kind(self.eject.payload.kind.as_value())),
+            self.eject.ready.eq(cc.ready),
+            cc.send.eq(self.eject.valid & cc.ready),
+            self.ni_rx.valid.eq(self.eject.valid & cc.ready),
+            self.ni_rx.payload.eq(self.eject.payload),
+        ]
+        return m
+
+
+class RoutedNetwork(Network):
+    """All NIs of a network on routers (mesh, torus, fat-tree, BiGraph).
+
+    Parameters
+    ----------
+    topology : golden_model.topology.Topology
+    config : NIConfig
+        Must have ``routed=True``; ``link_latency`` is the router links' latency too.
+    num_vcs, credit_delay, flow_control
+        The routers' (``hdl.router.router.RouterParams``); a torus needs an even ``num_vcs``.
+    vc_buf_depth : int, optional
+        Default ``router_vc_buf_depth(config.link_latency, credit_delay)`` (full rate).
+
+    Members
+    -------
+    As ``hdl.network.Network``; ``error`` also reports a router buffer or ``RouterPort``
+    overflow.
+
+    Attributes
+    ----------
+    nodes : list of NetworkInterface
+    fabric : hdl.router.network.RouterNetwork
+    ports : dict
+        ``ports[(u, p)]``: the ``RouterPort`` of NI port p of node u.
+
+    Raises
+    ------
+    ValueError
+        If ``config.routed`` is not set, the topology has no router network (ring), or a
+        router parameter is bad (the message names it).
+    """
+
+    def __init__(self, topology, config, *, num_vcs=2, vc_buf_depth=None, credit_delay=1,
+                 flow_control="wormhole"):
+        self._router_args = dict(num_vcs=num_vcs, vc_buf_depth=vc_buf_depth,
+                                 credit_delay=credit_delay, flow_control=flow_control)
+        super().__init__(topology, config)
+
+    def _build_fabric(self, topology, config):
+        if not config.routed:
+            raise ValueError("RoutedNetwork needs NIs built for routers: NIConfig(routed=True)")
+        args = dict(self._router_args)
+        if args["vc_buf_depth"] is None:
+            args["vc_buf_depth"] = router_vc_buf_depth(config.link_latency, args["credit_delay"])
+        direct = getattr(topology, "is_direct", False)
+        self.terminal_ports = config.num_ports if direct else 1
+        self.fabric = RouterNetwork(topology, flit_width=config.flit_width,
+                                    link_latency=config.link_latency,
+                                    concentration=self.terminal_ports, **args)
+        self.ports = {(u, p): RouterPort(config)
+                      for u in topology.nodes for p in range(self.terminal_ports)}
+
+    def terminal(self, node, port):
+        """Router terminal of NI port ``port`` of ``node`` (as ``lower(..., routed=True)``)."""
+        return node * self.terminal_ports + port
+
+    def _connect_fabric(self, m, nis):
+        m.submodules.fabric = fabric = self.fabric
+        errors = [fabric.error]
+        for (u, p), rp in sorted(self.ports.items()):
+            t = self.terminal(u, p)
+            m.submodules[f"port{u}_{p}"] = rp
+            wiring.connect(m, nis[u].tx[p], rp.ni_tx)
+            wiring.connect(m, rp.ni_rx, nis[u].rx[p])
+            m.d.comb += [nis[u].tx_credit[p].eq(rp.ni_tx_credit),
+                         rp.ni_rx_credit.eq(nis[u].rx_credit[p])]
+            wiring.connect(m, rp.inject, fabric.inject[t])
+            wiring.connect(m, fabric.eject[t], rp.eject)
+            errors.append(rp.overflow)
+        for u in self._topology.nodes:
+            for p in range(self.terminal_ports, self._config.num_ports):
+                m.d.comb += [nis[u].tx_credit[p].eq(0), nis[u].rx[p].valid.eq(0)]
+        return errors
