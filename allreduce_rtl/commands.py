@@ -177,15 +177,15 @@ def cmd_generate(args):
                            "engines": engines})
     except ValueError as exc:       # NIConfig / table fields that do not fit
         raise ConfigError(str(exc)) from None
-    try:
-        network = (RoutedNetwork if lw.routed else Network)(args.topo, config)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create output folder {str(out)!r}: {exc.strerror}") from None
+    try:    # before the spinner: a topology without a network is a one-line error
+        network = (RoutedNetwork if lw.routed else Network)(args.topo, config)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     from tb.demo import _Spinner
     with _Spinner(f"generate Verilog ({args.topo.spec}, {config.link_latency}-cycle links)",
                   enabled=not args.json):
