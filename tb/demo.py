@@ -27,7 +27,7 @@ import numpy as np
 
 from golden_model.algorithms import build_schedule
 from golden_model.errors import ConfigError
-from golden_model.lowering import lower
+from golden_model.lowering import lower, needs_router
 from golden_model.topology import parse_topology
 
 from .runner import HardwareBuild, RunSpec, config_dict
@@ -71,7 +71,7 @@ def _estimate(topology, elements, sim, config_kw):
     total = 0
     for name in ALGORITHMS:
         sched = build_schedule(name, topology, elements)
-        lw = lower(sched)
+        lw = lower(sched, routed=config_kw.get("routed", False))
         flits = lw.buffer_flits
         cfg = _config(lw, **config_kw)
         total += 2 * flits + 2 * cfg.num_engines * 8 + model_cycles(sched, cfg) + 200
@@ -188,18 +188,19 @@ def run_demo(*, topology_spec="torus:4x4", elements=None, sim="verilator", link_
     Raises
     ------
     ConfigError
-        Bad topology, size or a topology the NI cannot serve (multi-hop schedules).
+        Bad topology or size (a ring cannot take routers: the demo needs links or routers).
     """
     wall0 = time.perf_counter()
     topo = parse_topology(topology_spec, link_latency=link_latency)
-    if not topo.is_direct:
-        raise ConfigError(f"the demo needs a direct network (ring, mesh or torus), not "
-                          f"{topo.spec}: the NI only sends to neighbours")
-    config_kw = {"link_latency": link_latency, "flow_control": flow_control}
+    # NIs on routers where links are not enough (fat-tree, BiGraph; checked on a small vector:
+    # routes do not depend on the size)
+    routed = any(needs_router(build_schedule(name, topo, 4 * topo.num_nodes))
+                 for name in ALGORITHMS)
+    config_kw = {"link_latency": link_latency, "flow_control": flow_control, "routed": routed}
     plan = plan_demo(topo, elements, sim, waves, config_kw)
     d = plan.elements
     schedules = {name: build_schedule(name, topo, d) for name in ALGORITHMS}
-    lowered = {name: lower(s) for name, s in schedules.items()}
+    lowered = {name: lower(s, routed=routed) for name, s in schedules.items()}
     first = lowered[ALGORITHMS[0]]
     config = _config(first, **config_kw,
                      table_depth=max(2, max(lw.table_depth for lw in lowered.values())),
@@ -226,7 +227,7 @@ def run_demo(*, topology_spec="torus:4x4", elements=None, sim="verilator", link_
     with _Spinner(f"build ({sim})", progress) as sp_build:
         build.build()
 
-    timing = hardware_timing(config)
+    timing = hardware_timing(config, topo)
     specs = [RunSpec(name, lowered[name], fixed, model_cycles(schedules[name], config))
              for name in ALGORITHMS]
     est_total = sum(2 * lw.buffer_flits + s.expected_cycles + 2 * config.num_engines * 8
@@ -356,16 +357,19 @@ def format_report(report) -> str:
     q = r["data"]
     lines = [
         f"allreduce-rtl demo: {r['topology']} ({r['nodes']} nodes), {r['simulator']}, "
-        f"{r['config']['link_latency']}-cycle links, {r['config']['flow_control']} flow control",
+        f"{r['config']['link_latency']}-cycle links, {r['config']['flow_control']} flow control"
+        + (", NIs on routers" if r["config"].get("routed") else ""),
         f"data: {r['layer']}: {r['elements']:,} gradients per node ({r['bytes_per_node']:,} "
         f"bytes), {q['gradients']}, as {q['fixed_point']}",
     ]
     if r["note"]:
         lines.append(f"note: {r['note']}")
     lines += ["", format_table(rows, COLUMNS), ""]
+    how = ("NIs on routers (head flit, 4 cycles per router, first-come links)"
+           if r["config"].get("routed") else
+           "the NI (head flit, send/retire delays, in-order links)")
     lines.append(f"lower bound {r['lower_bound_cycles']:,.0f} cycles; model = "
-                 f"golden_model.timing configured like the NI (head flit, send/retire delays, "
-                 f"in-order links)")
+                 f"golden_model.timing configured like {how}")
     t = r["targets"]
     if t["multitree_speedup_vs_ring"]:
         met = {True: "met", False: "NOT met"}

@@ -110,7 +110,6 @@ def test_generate_needs_an_output_folder(capsys, tmp_path):
     (["demo", "--simulator", "modelsim"], "modelsim"),
     (["demo", "--elements", "0"], "'0'"),
     (["demo", "--elements", "-5"], "-5"),
-    (["demo", "-t", "fattree:2x3"], "fattree:2x3"),
     (["demo", "-t", "donut:4"], "donut:4"),
     (["demo", "--link-latency", "x"], "'x'"),
     (["demo", "--elements", "100000000"], "buffer"),
@@ -143,3 +142,18 @@ def test_demo_small_in_icarus_with_waves(tmp_path, capsys):
         by["ring"]["rtl_cycles"] / by["multitree"]["rtl_cycles"])
     assert (out / "network.v").is_file() and (out / "tb_top.fst").stat().st_size > 1000
     assert report["files"]["waves"] == str(out / "tb_top.fst")
+
+
+def test_demo_on_a_fat_tree_puts_the_nis_on_routers(tmp_path, capsys):
+    """fattree: every transfer crosses a switch, so the demo builds the routed network."""
+    out = tmp_path / "demo"
+    assert main(["demo", "--simulator", "icarus", "-t", "fattree:2x2", "--elements", "64",
+                 "--link-latency", "2", "--json", "--out", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verified"] and report["config"]["routed"] is True
+    topo = parse_topology("fattree:2x2", link_latency=2)
+    for r in report["results"]:
+        sched = build_schedule(r["algorithm"], topo, 64)
+        cfg = network_config_for(lower(sched, routed=True), link_latency=2)
+        assert r["verified"] and r["mismatches"] == 0
+        assert r["model_cycles"] == model_cycles(sched, cfg)
