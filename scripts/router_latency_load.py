@@ -9,7 +9,10 @@ against the offered load to a PNG, with:
 
 * the golden timing model's zero-load prediction (``golden_model.timing.simulate`` of a lone
   transfer of each packet over its route, averaged over the traffic's source/destination pairs
-  and packet lengths): it counts link latency and serialisation only, no router pipeline;
+  and packet lengths), twice: by default it counts link latency and serialisation only; with the
+  router's numbers (``router_delay`` = 4 cycles per transit router, and a ``send_delay`` for the
+  injection and ejection registers plus, on a mesh or torus, the source and destination
+  routers) it predicts the RTL;
 * the documented RTL zero-load latency (``hdl.router.network.path_cost``, docs/hardware.md
   "Router": ``2 + 4 R + L K + F - 1`` over R routers and K links; ``6 + H (4 + L) + F - 1`` on a
   mesh), i.e. the golden model plus the router pipeline (4 cycles per router) and the
@@ -42,21 +45,30 @@ from golden_model.timing import TimingParams, simulate  # noqa: E402
 from golden_model.topology import parse_topology  # noqa: E402
 
 
-def golden_zero_load(topology, lengths, flit_bytes, element_bytes):
+def golden_zero_load(topology, lengths, flit_bytes, element_bytes, **timing):
     """Mean of ``golden_model.timing.simulate`` for a lone transfer of every (src, dst, length)
     (uniform random: every pair, every length, equally likely). The head flit is counted as a
     header flit; payload = length - 1 flits. The topology's links must move one flit per cycle
     (``link_bandwidth = flit_bytes`` GB/s at 1 GHz, ``parse_topology``'s default for 16-byte
-    flits)."""
+    flits). ``timing``: more ``TimingParams`` fields (``hdl.router.network.model_timing``); a packet to its own
+    terminal, which the model has no route for, then costs the RTL's documented time."""
     per_flit = flit_bytes // element_bytes
-    params = TimingParams(flit_bytes=flit_bytes, element_bytes=element_bytes, header_flits=1)
+    params = TimingParams(flit_bytes=flit_bytes, element_bytes=element_bytes, header_flits=1,
+                          **timing)
     times = []
     for length in lengths:
         elements = max(1, (length - 1) * per_flit)
         for src in topology.nodes:
             for dst in topology.nodes:
                 if src == dst:
-                    times.append(length)       # no link: the model's time is the hold only
+                    if timing:
+                        from hdl.router.network import path_cost
+                        cost = path_cost(topology, src, dst,
+                                         link_latency=topology.link_latency(
+                                             next(iter(topology.links))))
+                        times.append(cost.head_latency + length - 1)
+                    else:
+                        times.append(length)   # no link: the model's time is the hold only
                     continue
                 sched = AllReduceSchedule("probe", topology, elements, np.array([0, elements]),
                                           [[Transfer(src, dst, 0, Op.COPY,
@@ -116,6 +128,9 @@ def main(argv=None):
         print(f"simulation failed: {run.message}", file=sys.stderr)
         return 1
     gold = golden_zero_load(topo, lengths, flit_bytes=16, element_bytes=4)
+    from hdl.router.network import model_timing
+    gold_r = golden_zero_load(topo, lengths, flit_bytes=16, element_bytes=4,
+                              **model_timing(topo))
     rtl0 = rtl_zero_load(topo, lengths, args.link_latency)
     pts = [(r["offered"], r["latency_mean"], r["throughput"]) for r in run.scenarios]
     sat = max(p[2] for p in pts)
@@ -124,14 +139,17 @@ def main(argv=None):
     for off, lat, thr in pts:
         print(f"{off:8.3f} {thr:9.3f} {lat:9.1f}")
     print(f"zero-load latency: RTL documented {rtl0:.2f} cycles, golden timing model {gold:.2f} "
-          f"(links and serialisation only), lowest-load RTL {pts[0][1]:.2f}")
+          f"(links and serialisation only), {gold_r:.2f} with the router's numbers, "
+          f"lowest-load RTL {pts[0][1]:.2f}")
     print(f"saturation throughput: {sat:.3f} flits/cycle/terminal"
           + (f"; latency > 3x zero-load from offered load {knee:g}" if knee else ""))
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label="RTL mean latency")
     ax.axhline(gold, color="tab:green", ls="--",
-               label=f"golden timing model zero-load ({gold:.1f})")
+               label=f"golden timing model zero-load, links only ({gold:.1f})")
+    ax.axhline(gold_r, color="tab:olive", ls="-",
+               label=f"golden timing model zero-load, router numbers ({gold_r:.1f})")
     ax.axhline(rtl0, color="tab:gray", ls=":",
                label=f"RTL zero-load, documented ({rtl0:.1f})")
     ax.axvline(sat, color="tab:red", ls="-.", label=f"saturation throughput ({sat:.2f})")
@@ -150,6 +168,7 @@ def main(argv=None):
         "topology": topo.spec, "network": net_args, "points": [
             {"offered": o, "latency": l, "accepted": t} for o, l, t in pts],
         "saturation_throughput": sat, "zero_load_rtl": rtl0, "zero_load_golden": gold,
+        "zero_load_golden_router_numbers": gold_r,
         "knee_offered": knee}, indent=1))
     print(f"wrote {out} and {out.with_suffix('.json')}")
     return 0

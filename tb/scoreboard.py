@@ -38,19 +38,22 @@ def hardware_topology(topology, config):
 #: cycles after its inputs are ready, and a received tail counts 1 cycle after it arrives.
 NI_SEND_DELAY = 2
 NI_RETIRE_DELAY = 1
-#: The routed network (hdl.routed_network, docs/hardware.md "Router"): a head takes 4 cycles in
-#: every router; between the NI's output and the first router it passes the ``RouterPort`` FIFO
-#: (1) and the injection register (1), and the ejection buffer (1) at the end. On a mesh or torus
-#: the source and destination nodes' own routers are crossed too (2 more routers per message);
-#: on fat-tree and BiGraph only switches route, and the model's ``router_delay`` counts them.
-ROUTER_DELAY = 4
-ROUTED_PORT_DELAY = 3
+#: The routed network (hdl.routed_network, docs/hardware.md "Routed network"): the router
+#: network's own numbers (``hdl.router.network.model_timing``: a router per transit node, the
+#: injection and ejection registers, the end routers of a mesh or torus), plus the NI's send
+#: delay, the ``RouterPort`` FIFO (1 cycle) and 1 cycle because with the NI the model's tail
+#: arrival is the cycle after the tail reaches ``rx`` (the convention of NI_RETIRE_DELAY),
+#: while ``model_timing`` ends with the tail on the router's ``eject``.
+ROUTED_PORT_DELAY = 1
 
 
-def routed_send_delay(topology) -> int:
-    """``send_delay`` of a routed network: the NI's, the per-message port delays and, on a
-    direct network, the source and destination routers (the model counts only transit ones)."""
-    return NI_SEND_DELAY + ROUTED_PORT_DELAY + (2 * ROUTER_DELAY if topology.is_direct else 0)
+def routed_timing(topology) -> dict:
+    """``TimingParams`` fields of the routed network on ``topology`` (``router_delay`` and
+    ``send_delay``; links first come, first served)."""
+    from hdl.router.network import model_timing  # noqa: PLC0415
+    fields = model_timing(topology)
+    return {"router_delay": fields["router_delay"], "in_order_links": False,
+            "send_delay": NI_SEND_DELAY + ROUTED_PORT_DELAY + 1 + fields["send_delay"]}
 
 
 def hardware_timing(config, topology=None, **overrides) -> TimingParams:
@@ -58,8 +61,8 @@ def hardware_timing(config, topology=None, **overrides) -> TimingParams:
     the NI's send and retire delays, in-order links (options the timing model does not have are
     left out). With these the model equals the RTL exactly when no send waits for a credit.
     On the routed network (``config.routed``; ``topology`` required) links are first come,
-    first served, a head spends ``ROUTER_DELAY`` cycles in every transit router and the send
-    delay adds the ports and end routers (``routed_send_delay``).
+    first served, a head spends 4 cycles in every transit router and the send delay adds the
+    ports and end routers (``routed_timing``).
 
     Raises
     ------
@@ -74,8 +77,7 @@ def hardware_timing(config, topology=None, **overrides) -> TimingParams:
     if getattr(config, "routed", False):
         if topology is None:
             raise ValueError("the routed network's timing depends on the topology: pass it")
-        want.update(router_delay=ROUTER_DELAY, in_order_links=False,
-                    send_delay=routed_send_delay(topology))
+        want.update(routed_timing(topology))
     want.update(overrides)
     return TimingParams(**{k: v for k, v in want.items() if k in fields})
 

@@ -4,6 +4,7 @@ switch allocators, RouteCompute and the routing tables, one router's pipeline ti
 import itertools
 import random
 
+import numpy as np
 import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
@@ -461,3 +462,24 @@ def test_indirect_network_zero_load_latency(spec, link_latency, pairs):
         assert seen == [(d, head, FlitKind.HEAD, head_payload(d, s, 2)),
                         (d, head + 1, FlitKind.BODY, s), (d, head + 2, FlitKind.TAIL, d)], (s, d)
         assert net.zero_load_latency(s, d, length=3) == head + 2
+
+
+@pytest.mark.parametrize("spec", ["mesh:4x4", "torus:4x4", "fattree:4x2", "bigraph:4x4"])
+def test_timing_model_with_router_numbers_equals_path_cost(spec):
+    """golden_model.timing with model_timing's fields predicts the documented RTL latency of a
+    lone packet between every two distinct nodes (2 and 5 flits), with 3-cycle links."""
+    from golden_model.schedule import AllReduceSchedule, Op, Transfer
+    from golden_model.timing import TimingParams, simulate
+    from hdl.router.network import model_timing, path_cost
+    topo = parse_topology(spec, link_latency=3)
+    params = TimingParams(header_flits=1, **model_timing(topo))
+    for length in (2, 5):
+        elements = 4 * (length - 1)
+        for s in topo.nodes:
+            for d in topo.nodes:
+                if s == d:
+                    continue
+                sched = AllReduceSchedule("probe", topo, elements, np.array([0, elements]),
+                                          [[Transfer(s, d, 0, Op.COPY, topo.route(s, d))]])
+                assert simulate(sched, params).cycles == \
+                    path_cost(topo, s, d, link_latency=3).latency(length)

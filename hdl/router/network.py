@@ -49,7 +49,7 @@ from .routing import NUM_GRID_PORTS, grid_neighbor, grid_tables, switch_tables
 
 __all__ = ["RouterLink", "InjectionPort", "EjectionPort", "RouterNetwork", "to_verilog",
            "TOP_MODULE", "PathCost", "path_cost", "ROUTER_CYCLES", "INJECTION_CYCLES",
-           "EJECTION_CYCLES", "router_modules"]
+           "EJECTION_CYCLES", "router_modules", "model_timing"]
 
 TOP_MODULE = "router_network"
 
@@ -89,6 +89,20 @@ class PathCost:
     def latency(self, length=1):
         """Cycles from the head accepted to the tail of a ``length``-flit packet on ``eject``."""
         return self.head_latency + length - 1
+
+
+def model_timing(topology):
+    """The ``golden_model.timing.TimingParams`` fields that give the timing model this router
+    network's zero-load numbers (a packet's head accepted on ``inject`` to its tail on
+    ``eject``, with ``header_flits=1``): ``router_delay`` = ``ROUTER_CYCLES`` per transit router,
+    and ``send_delay`` = the injection and ejection cycles, minus 1 (the model's hold counts
+    all F flits, the RTL's tail comes F - 1 cycles after the head), plus on a mesh or torus the
+    source and destination routers, which a golden route between nodes does not pass through.
+    Then ``simulate`` of a lone transfer equals ``path_cost(...).latency(F)`` for any two
+    distinct nodes (tests/test_router_units.py)."""
+    ends = 2 * ROUTER_CYCLES if topology.is_direct else 0
+    return {"router_delay": ROUTER_CYCLES,
+            "send_delay": INJECTION_CYCLES + EJECTION_CYCLES - 1 + ends}
 
 
 def _check_network(topology, link_latency, concentration, what):
