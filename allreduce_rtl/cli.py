@@ -46,6 +46,9 @@ def _number_in(kind, low, high, low_open=False):
 _positive_float = _number_in(float, 0, 1e6, low_open=True)
 _nonnegative_int = _number_in(int, 0, 10**9)
 _positive_int = _number_in(int, 1, 10**12)
+#: Register stages per link in the hardware (``hdl.router.network``'s limit; a link of more
+#: stages would only make a huge design).
+_link_stages = _number_in(int, 0, 1024)
 
 
 def _size(text):
@@ -167,13 +170,15 @@ def build_parser():
 
 def _hardware_options(p, latency_default):
     g = p.add_argument_group("hardware (one NI per node, 128-bit flits, one flit per cycle per "
-                             "link)")
-    g.add_argument("--topology", "-t", default=None, help="ring:N, mesh:RxC or torus:RxC")
+                             "link; NIs on routers where links between them are not enough)")
+    g.add_argument("--topology", "-t", default=None,
+                   help="ring:N, mesh:RxC, torus:RxC, fattree:KxL or bigraph:MxS (the last two "
+                   "always with routers)")
     g.add_argument("--flow-control", choices=("message", "credit"), default="message",
                    help="per-link flow control: the paper's message-based grants or per-flit "
                    "credits (default %(default)s)")
-    g.add_argument("--link-latency", type=_nonnegative_int, default=latency_default,
-                   metavar="CYCLES", help="register stages per link direction "
+    g.add_argument("--link-latency", type=_link_stages, default=latency_default,
+                   metavar="CYCLES", help="register stages per link direction, 0..1024 "
                    "(default %(default)s, the paper's)")
 
 

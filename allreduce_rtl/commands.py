@@ -128,8 +128,15 @@ def _hardware_schedule(args, name):
     (``golden_model.lowering.needs_router``)."""
     from golden_model.lowering import lower, needs_router
     from hdl.config import FIELD_ADDR_BITS
+    from hdl.routed_network import check_routable
     sched = build_schedule(name, args.topo, args.elements)
-    lw = lower(sched, routed=bool(getattr(args, "router", False)) or needs_router(sched))
+    forced = bool(getattr(args, "router", False))
+    routed = forced or needs_router(sched)
+    if routed:
+        why = ("--router:" if forced else
+               f"{name} on {args.topo.spec} sends over several links, so it needs routers, but")
+        check_routable(args.topo, why)
+    lw = lower(sched, routed=routed)
     if lw.buffer_flits > 1 << FIELD_ADDR_BITS:
         raise ConfigError(f"{args.elements:,} elements per node need {lw.buffer_flits:,} buffer "
                           f"flits; the NI's buffer holds at most {1 << FIELD_ADDR_BITS:,} flits "
@@ -177,12 +184,10 @@ def cmd_generate(args):
                            "engines": engines})
     except ValueError as exc:       # NIConfig / table fields that do not fit
         raise ConfigError(str(exc)) from None
-    out = Path(args.out)
+    out = ensure_folder(args.out)
+    for name in ("network.v", "manifest.json"):     # refuse a bad target before the work
+        check_writable_file(out / name)
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create output folder {str(out)!r}: {exc.strerror}") from None
-    try:    # before the spinner: a topology without a network is a one-line error
         network = (RoutedNetwork if lw.routed else Network)(args.topo, config)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
@@ -205,6 +210,7 @@ def cmd_generate(args):
                    "full_rate_rx_depth": config.full_rate_rx_depth},
         "verilog": {"file": "network.v", "top": "network", "bytes": len(verilog.encode()),
                     "sha256": hashlib.sha256(verilog.encode()).hexdigest()},
+        "router": network.router_parameters() if lw.routed else None,
         "schedule": summary,
         "buffer": {"flits": lw.buffer_flits, "elements_per_flit": lw.elements_per_flit,
                    "chunk_base": [int(x) for x in lw.chunk_base]},
@@ -214,10 +220,10 @@ def cmd_generate(args):
                      "ratio_to_lower_bound": expected / lb.cycles if lb.cycles else None},
         "tables": tables,
     }
-    atomic_write(out / "network.v", verilog)
-    atomic_write(out / "manifest.json", json.dumps(manifest, indent=1) + "\n")
+    atomic_write_many({out / "network.v": verilog,
+                       out / "manifest.json": json.dumps(manifest, indent=1) + "\n"})
     brief = {k: manifest[k] for k in ("topology", "nodes", "algorithm", "elements")}
-    brief.update(steps=summary["steps"], transfers=summary["transfers"],
+    brief.update(routed=lw.routed, steps=summary["steps"], transfers=summary["transfers"],
                  model_cycles=expected, lower_bound_cycles=lb.cycles,
                  verilog=str(out / "network.v"), manifest=str(out / "manifest.json"))
     if args.json:
@@ -228,7 +234,8 @@ def cmd_generate(args):
         print(f"{args.algorithm} on {args.topo.spec}, {args.elements:,} elements per node: "
               f"{summary['steps']} steps, {summary['transfers']} transfers, table depth "
               f"{lw.table_depth}, {lw.buffer_flits} buffer flits; {config.flow_control} flow "
-              f"control, {config.link_latency}-cycle links; the timing model expects "
+              f"control, {config.link_latency}-cycle links"
+              f"{', NIs on routers' if lw.routed else ''}; the timing model expects "
               f"{expected:,} cycles (lower bound {lb.cycles:,.0f})")
     return 0
 

@@ -252,6 +252,7 @@ def _print(report):
         print(f"\nNI flow control: {pair['message']} against {pair['credit']} (same buffers)")
         print(format_table(pair["rows"], COMPARE_COLUMNS))
     cached = sum(r["cached"] for r in report["designs"])
-    print(f"\n{len(report['designs'])} designs in {report['seconds']:.1f} s"
+    count = len(report["designs"])
+    print(f"\n{count} design{'s' if count != 1 else ''} in {report['seconds']:.1f} s"
           + (f" ({cached} from the cache under {os.path.dirname(report['designs'][0]['work_dir'])})"
              if cached else ""))

@@ -29,7 +29,8 @@ def check_writable_file(path):
     if real.exists() and not real.is_file():
         raise ConfigError(f"cannot write {str(path)!r}: it exists and is not a regular file")
     if not real.parent.is_dir():
-        raise ConfigError(f"cannot write {str(path)!r}: folder {str(real.parent)!r} does not exist")
+        what = "is not a folder" if real.parent.exists() else "does not exist"
+        raise ConfigError(f"cannot write {str(path)!r}: {str(real.parent)!r} {what}")
     return real
 
 

@@ -197,9 +197,14 @@ def lower(schedule, elements_per_flit=4, routed=False):
     neighbors = [tuple(topo.neighbors(v)) for v in topo.nodes]
     if routed:
         if flits.size and int(flits.max()) > MAX_ROUTED_FLITS:
+            most = MAX_ROUTED_FLITS * elements_per_flit
             raise ConfigError(
-                f"a chunk of {int(sizes.max())} elements is {int(flits.max())} flits; a routed "
-                f"message holds at most {MAX_ROUTED_FLITS}: use more chunks or a smaller vector")
+                f"{schedule.algorithm} on {topo.spec} with {schedule.num_elements:,} elements "
+                f"per node sends chunks of up to {int(sizes.max()):,} elements "
+                f"({int(flits.max()):,} flits); a routed message holds at most "
+                f"{MAX_ROUTED_FLITS:,} flits ({most:,} elements), so this schedule's "
+                f"{schedule.num_chunks} chunks take at most about "
+                f"{schedule.num_chunks * most:,} elements per node")
         _check_any_order_safe(schedule)
         num_ports = max((len(n) for n in neighbors), default=0) if topo.is_direct else 1
     else:

@@ -26,7 +26,21 @@ from .network import Network
 from .router.flit import PacketFlit, is_head_kind
 from .router.network import RouterNetwork
 
-__all__ = ["RouterPort", "RoutedNetwork", "router_vc_buf_depth"]
+__all__ = ["RouterPort", "RoutedNetwork", "router_vc_buf_depth", "ROUTED_FAMILIES",
+           "check_routable"]
+
+#: Topology families that have a router network (``hdl.router.network.RouterNetwork``).
+ROUTED_FAMILIES = ("mesh", "torus", "fattree", "bigraph")
+
+
+def check_routable(topology, why="routers"):
+    """Raise ``ConfigError`` (``golden_model.errors``) unless ``topology`` has a router network;
+    the message starts with ``why`` (what asked for routers)."""
+    from golden_model.errors import ConfigError
+    if getattr(topology, "family", None) not in ROUTED_FAMILIES:
+        raise ConfigError(f"{why} {getattr(topology, 'spec', topology)} has no router network "
+                          f"(routers exist for mesh, torus, fat-tree and BiGraph); on a ring use "
+                          f"ring, ring2d, multitree or multitree-opt, or a torus:1xN")
 
 
 def router_vc_buf_depth(link_latency, credit_delay=1):
@@ -156,6 +170,17 @@ class RoutedNetwork(Network):
                                     concentration=self.terminal_ports, **args)
         self.ports = {(u, p): RouterPort(config)
                       for u in topology.nodes for p in range(self.terminal_ports)}
+
+    def router_parameters(self):
+        """The routers' parameters as a dict (for manifests): ``num_vcs``, ``vc_buf_depth``
+        (flits), ``credit_delay`` (cycles), ``flow_control``, ``link_latency`` (cycles),
+        ``terminals_per_node`` and ``router_cycles`` (4: the zero-load cycles per router)."""
+        from .router.network import ROUTER_CYCLES
+        prm = self.fabric.params
+        return {"num_vcs": prm.num_vcs, "vc_buf_depth": prm.vc_buf_depth,
+                "credit_delay": prm.credit_delay, "flow_control": prm.flow_control,
+                "link_latency": self._config.link_latency,
+                "terminals_per_node": self.terminal_ports, "router_cycles": ROUTER_CYCLES}
 
     def terminal(self, node, port):
         """Router terminal of NI port ``port`` of ``node`` (as ``lower(..., routed=True)``)."""

@@ -89,6 +89,16 @@ def rtl_zero_load(topology, lengths, link_latency):
 
 
 def main(argv=None):
+    """Run the sweep; bad arguments (an unsupported topology, a bad number, an output path
+    that cannot be written) give one line on stderr and exit code 2."""
+    try:
+        return _main(argv)
+    except (ValueError, OSError) as exc:
+        print(f"router_latency_load: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--topology", default="mesh:4x4")
     ap.add_argument("--sim", default="verilator", choices=("verilator", "icarus"))
@@ -104,6 +114,8 @@ def main(argv=None):
     ap.add_argument("--out", default=str(REPO / "out" / "router_latency_load.png"))
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)     # a bad path fails before the sweep
 
     import matplotlib
     matplotlib.use("Agg")
@@ -160,8 +172,6 @@ def main(argv=None):
                  f"{args.flow_control}, L={args.link_latency}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    out = pathlib.Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     out.with_suffix(".json").write_text(json.dumps({

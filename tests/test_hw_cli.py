@@ -66,6 +66,13 @@ def test_generate_routed(algorithm, forced, tmp_path, capsys):
     assert manifest["config"]["routed"] is True and cfg.routed
     assert manifest["expected"]["model_cycles"] == model_cycles(sched, cfg) == brief["model_cycles"]
     assert manifest["expected"]["timing_params"]["router_delay"] == 4
+    assert brief["routed"] is True
+    # 2 VCs; buffers for one VC at full rate over 1-cycle links: max(8, 2 + 2 * 1 + 1) flits
+    assert manifest["router"] == {"num_vcs": 2, "vc_buf_depth": 8, "credit_delay": 1,
+                                  "flow_control": "wormhole", "link_latency": 1,
+                                  "terminals_per_node": max(len(topo.neighbors(v))
+                                                            for v in topo.nodes),
+                                  "router_cycles": 4}
     for node in manifest["tables"]:
         prog = lw.programs[node["node"]]
         for eng in node["engines"]:
@@ -77,7 +84,10 @@ def test_generate_routed(algorithm, forced, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["generate", "-t", "ring:8", "-a", "dbtree"], "ring:8"),
+    (["generate", "-t", "ring:8", "-a", "dbtree"], "ring:8 has no router network"),
+    (["generate", "-t", "ring:8", "-a", "ring", "--router"], "--router"),
+    (["generate", "-t", "torus:4x4", "-a", "dbtree", "--link-latency", "2000"], "1024"),
+    (["generate", "-t", "fattree:4x2", "--elements", "262081"], "262,080 elements"),
     (["generate", "-a", "bogus"], "bogus"),
     (["generate", "-t", "torus:4"], "torus:4"),
     (["generate", "--elements", "0"], "'0'"),
@@ -92,7 +102,17 @@ def test_generate_bad_input(argv, needle, tmp_path, capsys):
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and needle in err, err
     assert "Traceback" not in err
-    assert not (tmp_path / "x" / "network.v").exists()
+    assert not (tmp_path / "x").exists()
+
+
+def test_generate_writes_both_files_or_neither(tmp_path, capsys):
+    """A manifest path that cannot be written is refused before any Verilog is written."""
+    out = tmp_path / "gen"
+    (out / "manifest.json").mkdir(parents=True)
+    assert main(["generate", "-t", "mesh:2x2", "-a", "ring", "--elements", "8",
+                 "--link-latency", "1", "--out", str(out)]) == 2
+    assert "manifest.json" in capsys.readouterr().err
+    assert not (out / "network.v").exists()
 
 
 def test_generate_needs_an_output_folder(capsys, tmp_path):
@@ -114,6 +134,8 @@ def test_generate_needs_an_output_folder(capsys, tmp_path):
     (["demo", "--link-latency", "x"], "'x'"),
     (["demo", "--elements", "100000000"], "buffer"),
     (["demo", "--flow-control", "none"], "none"),
+    (["demo", "-t", "fattree:4x2", "--link-latency", "5000"], "1024"),
+    (["demo", "-t", "fattree:4x2", "--elements", "300000"], "262,080 elements"),
 ])
 def test_demo_bad_input(argv, needle, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
@@ -157,3 +179,29 @@ def test_demo_on_a_fat_tree_puts_the_nis_on_routers(tmp_path, capsys):
         cfg = network_config_for(lower(sched, routed=True), link_latency=2)
         assert r["verified"] and r["mismatches"] == 0
         assert r["model_cycles"] == model_cycles(sched, cfg)
+
+
+def test_demo_picks_a_layer_that_fits_a_routed_message():
+    """Without --elements the demo takes the largest ResNet-50 3x3 layer whose chunks fit a
+    routed message: on fattree:4x2 MultiTree and ring cut the vector into 16 chunks of at most
+    4095 flits of 4 elements."""
+    from golden_model.lowering import MAX_ROUTED_FLITS
+    from tb.demo import RESNET50_LAYERS, plan_demo
+    topo = parse_topology("fattree:4x2", link_latency=150)
+    plan = plan_demo(topo, None, "verilator", False,
+                     {"link_latency": 150, "flow_control": "message", "routed": True})
+    limit = 16 * MAX_ROUTED_FLITS * 4
+    assert plan.elements == max(w for _, w in RESNET50_LAYERS if w <= limit)
+    assert f"{MAX_ROUTED_FLITS:,} flits" in plan.note
+
+
+def test_demo_report_says_when_multitree_is_slower(tmp_path, capsys):
+    from tb.demo import format_report
+    out = tmp_path / "demo"
+    assert main(["demo", "--simulator", "icarus", "-t", "fattree:2x2", "--elements", "64",
+                 "--link-latency", "2", "--json", "--out", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    report["targets"]["multitree_speedup_vs_ring"] = 0.4
+    assert "MultiTree takes 2.50x more RTL cycles than ring" in format_report(report)
+    report["targets"]["multitree_speedup_vs_ring"] = 2.5
+    assert "MultiTree takes 2.50x fewer RTL cycles than ring" in format_report(report)
