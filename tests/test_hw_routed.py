@@ -1,9 +1,11 @@
 """All-reduce on the routed network (NIs on routers, ``hdl.routed_network``) in Icarus and
 Verilator, checked bit for bit against the golden model.
 
-Every algorithm of the golden model on torus:4x4 (double binary tree and halving-doubling send
-over several hops, so they need the router), and MultiTree (with the others that apply) on
-fattree:4x2 and bigraph:4x4, where every transfer crosses switches. One build per (simulator,
+Double binary tree and halving-doubling on torus:4x4 (they send over several hops, so they need
+the router) and MultiTree on fattree:4x2 and bigraph:4x4 (every transfer crosses switches); with
+``pytest -m slow`` also every other algorithm of the golden model that runs on those
+topologies (ring, ring2d and the MultiTrees on the torus; dbtree, halving-doubling and ring on
+the switched networks). One build per (simulator,
 topology) serves every algorithm; the host players apply random back-pressure and the NI's
 receive FIFOs are tight (8 flits, sub-messages of 4), as in ``test_hw_allreduce``. Cycle counts
 are compared with ``golden_model.timing`` configured like the routed hardware
@@ -22,10 +24,17 @@ from tb.scoreboard import check_run, model_cycles
 from test_hw_allreduce import LINK_LATENCY, READY_PCT, VALID_PCT, _seed, _vectors
 
 SIMULATORS = ["icarus", "verilator"]
+#: What needs the router (default suite) ...
 CASES = {
-    "torus:4x4": ["dbtree", "halving-doubling", "ring", "ring2d", "multitree", "multitree-opt"],
-    "fattree:4x2": ["multitree", "dbtree", "halving-doubling", "ring"],
-    "bigraph:4x4": ["multitree", "dbtree", "halving-doubling", "ring"],
+    "torus:4x4": ["dbtree", "halving-doubling"],
+    "fattree:4x2": ["multitree"],
+    "bigraph:4x4": ["multitree"],
+}
+#: ... and every other algorithm that runs there (``pytest -m slow``).
+MORE_CASES = {
+    "torus:4x4": ["ring", "ring2d", "multitree", "multitree-opt"],
+    "fattree:4x2": ["dbtree", "halving-doubling", "ring"],
+    "bigraph:4x4": ["dbtree", "halving-doubling", "ring"],
 }
 _builds = {}
 
@@ -56,11 +65,22 @@ def _build(sim, spec):
 @pytest.mark.parametrize("spec", list(CASES))
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_routed_allreduce(sim, spec, record_property):
+    _run_and_check(sim, spec, CASES[spec], record_property)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", list(MORE_CASES))
+@pytest.mark.parametrize("sim", SIMULATORS)
+def test_routed_allreduce_other_algorithms(sim, spec, record_property):
+    _run_and_check(sim, spec, MORE_CASES[spec], record_property)
+
+
+def _run_and_check(sim, spec, algorithms, record_property):
     build = _build(sim, spec)
     topo, cfg = build.topology, build.config
     n = topo.num_nodes
     specs, inputs = [], []
-    for algorithm in CASES[spec]:
+    for algorithm in algorithms:
         for k, d in enumerate([3 * n + 1, 24 * n + 5]):
             sched = build_schedule(algorithm, topo, d)
             vec = _vectors(n, d, _seed(sim, spec, algorithm, k))
