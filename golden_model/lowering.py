@@ -202,9 +202,9 @@ def lower(schedule, elements_per_flit=4, routed=False):
                 f"{schedule.algorithm} on {topo.spec} with {schedule.num_elements:,} elements "
                 f"per node sends chunks of up to {int(sizes.max()):,} elements "
                 f"({int(flits.max()):,} flits); a routed message holds at most "
-                f"{MAX_ROUTED_FLITS:,} flits ({most:,} elements), so this schedule's "
-                f"{schedule.num_chunks} chunks take at most about "
-                f"{schedule.num_chunks * most:,} elements per node")
+                f"{MAX_ROUTED_FLITS:,} flits ({most:,} elements), so this schedule (chunks: "
+                f"{schedule.num_chunks}) takes at most about {schedule.num_chunks * most:,} "
+                f"elements per node")
         _check_any_order_safe(schedule)
         num_ports = max((len(n) for n in neighbors), default=0) if topo.is_direct else 1
     else:

@@ -83,6 +83,6 @@ def test_unsafe_order_is_refused():
 
 def test_routed_message_length_limit():
     sched = _hand_schedule([[(0, 1)]], elements=4 * (MAX_ROUTED_FLITS + 1))
-    with pytest.raises(ConfigError, match=str(MAX_ROUTED_FLITS)):
+    with pytest.raises(ConfigError, match=f"{MAX_ROUTED_FLITS:,} flits"):
         lower(sched, routed=True)
     lower(_hand_schedule([[(0, 1)]], elements=4 * MAX_ROUTED_FLITS), routed=True)
