@@ -81,6 +81,25 @@ def flit_elements(config, word, dtype=np.int32):
     return np.array(vals, dtype=dtype)
 
 
+def check_schedule_fits(config, lowered):
+    """Raise ``ValueError`` unless ``lowered`` (a ``LoweredSchedule``) fits ``config``: ports,
+    routed or not, buffer flits and table rows (the message names the field and both values).
+    ``config`` needs only those fields (the testbench passes stand-ins)."""
+    if lowered.num_ports > config.num_ports:
+        raise ValueError(f"the schedule needs {lowered.num_ports} ports, config has num_ports "
+                         f"{config.num_ports}")
+    routed = getattr(config, "routed", False)
+    if lowered.routed != routed:
+        raise ValueError(f"the schedule is lowered with routed={lowered.routed}, config has "
+                         f"routed={routed}")
+    if lowered.buffer_flits > config.buffer_depth:
+        raise ValueError(f"the schedule needs {lowered.buffer_flits} buffer flits, config has "
+                         f"buffer_depth {config.buffer_depth}")
+    if lowered.table_depth > config.table_depth:
+        raise ValueError(f"the schedule needs {lowered.table_depth} table rows, config has "
+                         f"table_depth {config.table_depth}")
+
+
 def load_commands(config, lowered, node, flits):
     """Commands that load node ``node``'s buffer and every engine table.
 
@@ -106,18 +125,7 @@ def load_commands(config, lowered, node, flits):
     """
     if not isinstance(config, NIConfig):
         raise ValueError(f"config must be an NIConfig, not {config!r}")
-    if lowered.num_ports > config.num_ports:
-        raise ValueError(f"the schedule needs {lowered.num_ports} ports, config has num_ports "
-                         f"{config.num_ports}")
-    if lowered.routed != config.routed:
-        raise ValueError(f"the schedule is lowered with routed={lowered.routed}, config has "
-                         f"routed={config.routed}")
-    if lowered.buffer_flits > config.buffer_depth:
-        raise ValueError(f"the schedule needs {lowered.buffer_flits} buffer flits, config has "
-                         f"buffer_depth {config.buffer_depth}")
-    if lowered.table_depth > config.table_depth:
-        raise ValueError(f"the schedule needs {lowered.table_depth} table rows, config has "
-                         f"table_depth {config.table_depth}")
+    check_schedule_fits(config, lowered)
     cmds = [host_cmd_word(config, write=1, target=TARGET_BUFFER, addr=a,
                           data=flit_word(config, flits[a]))
             for a in range(lowered.buffer_flits)]

@@ -24,20 +24,16 @@ from .credit import CreditCounter, CreditReturn
 from .flit import Flit, FlitStream
 from .network import Network
 from .router.flit import PacketFlit, is_head_kind
-from .router.network import RouterNetwork
+from .router.network import NETWORK_FAMILIES, RouterNetwork
 
-__all__ = ["RouterPort", "RoutedNetwork", "router_vc_buf_depth", "ROUTED_FAMILIES",
-           "check_routable"]
-
-#: Topology families that have a router network (``hdl.router.network.RouterNetwork``).
-ROUTED_FAMILIES = ("mesh", "torus", "fattree", "bigraph")
+__all__ = ["RouterPort", "RoutedNetwork", "router_vc_buf_depth", "check_routable"]
 
 
 def check_routable(topology, why="routers"):
     """Raise ``ConfigError`` (``golden_model.errors``) unless ``topology`` has a router network;
     the message starts with ``why`` (what asked for routers)."""
     from golden_model.errors import ConfigError
-    if getattr(topology, "family", None) not in ROUTED_FAMILIES:
+    if getattr(topology, "family", None) not in NETWORK_FAMILIES:
         raise ConfigError(f"{why} {getattr(topology, 'spec', topology)} has no router network "
                           f"(routers exist for mesh, torus, fat-tree and BiGraph); on a ring use "
                           f"ring, ring2d, multitree or multitree-opt, or a torus:1xN")

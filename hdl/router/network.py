@@ -61,6 +61,8 @@ INJECTION_CYCLES = 1
 EJECTION_CYCLES = 1
 
 INDIRECT_FAMILIES = ("fattree", "bigraph")
+#: Topology families ``RouterNetwork`` builds.
+NETWORK_FAMILIES = ("mesh", "torus") + INDIRECT_FAMILIES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,7 +111,7 @@ def _check_network(topology, link_latency, concentration, what):
     """The topology family, after checking the arguments ``RouterNetwork`` and ``path_cost``
     share."""
     family = getattr(topology, "family", None)
-    if family not in ("mesh", "torus") + INDIRECT_FAMILIES:
+    if family not in NETWORK_FAMILIES:
         raise ValueError(f"{what} needs a mesh, torus, fat-tree or BiGraph topology, not "
                          f"{getattr(topology, 'spec', topology)!r}")
     _check_int("concentration", concentration, 1, 8)

