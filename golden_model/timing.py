@@ -491,43 +491,6 @@ def _simulate(schedule, params):
 # Lower bounds
 
 
-def _natural_cuts(topo):
-    """(name, endpoint set A) of the natural cuts of the module docstring, single nodes excluded
-    (they are evaluated from each node's own links)."""
-    n = topo.num_nodes
-    cuts = []
-    if topo.family in ("ring", "mesh", "torus"):
-        rows, cols = (1, n) if topo.family == "ring" else topo.dims
-        for i in range(cols - 1):
-            cuts.append((f"cols 0..{i} | {i + 1}..{cols - 1}",
-                         [r * cols + c for r in range(rows) for c in range(i + 1)]))
-        for i in range(rows - 1):
-            cuts.append((f"rows 0..{i} | {i + 1}..{rows - 1}",
-                         list(range((i + 1) * cols))))
-    elif topo.family == "fattree":
-        k, levels = topo.dims
-        group = k ** (levels - 1)
-        if group > 1:
-            for top in range(k):
-                cuts.append((f"top group {top}", list(range(top * group, (top + 1) * group))))
-    elif topo.family == "bigraph":
-        m, s = topo.dims
-
-        def nodes_of(switches):
-            return [sw * m + j for sw in switches for j in range(m)]
-
-        half = s // 2
-        cuts.append((f"switch layers s0..s{half - 1} | s{half}..s{s - 1}", nodes_of(range(half))))
-        if half >= 2:
-            q = half // 2
-            mixed = list(range(q)) + list(range(half, half + q))
-            cuts.append((f"switches {mixed}", nodes_of(mixed)))
-        if m > 1:
-            for sw in range(s):
-                cuts.append((f"switch s{sw}", nodes_of([sw])))
-    return [(name, a) for name, a in cuts if 0 < len(a) < n]
-
-
 def _cut_bandwidths(topo, cuts):
     """(name, min over the two directions of the bandwidth across the cut) for each cut."""
     if not cuts:
@@ -569,10 +532,9 @@ def _latency_diameter(topo):
     g = topo.graph
     lats = [_check_latency((x, y), lt) for x, y, lt in g.edges(data="latency")]
     ends = list(topo.nodes)
-    if all(lt == lats[0] for lt in lats):
-        # Every family here has an endpoint 0 whose eccentricity is the diameter when all
-        # latencies are equal (ring, torus, fat-tree and bigraph are endpoint-symmetric; node 0 of
-        # a mesh is a corner): one Dijkstra suffices.
+    if topo.node0_is_peripheral and all(lt == lats[0] for lt in lats):
+        # The family says endpoint 0's eccentricity is the diameter when all latencies are
+        # equal (``golden_model.families``): one Dijkstra suffices.
         dist = nx.single_source_dijkstra_path_length(g, 0, weight="latency")
         return float(max(dist.get(v, math.inf) for v in ends))
     from scipy.sparse import csr_array
@@ -633,7 +595,7 @@ def lower_bound(topology, size_bytes, params=TimingParams()):
     poorest = min(topology.nodes, key=lambda v: (node_bw[v], v))
     injection = 2 * (n - 1) / n * d * freq / node_bw[poorest]
     cut_name, cut = f"node {poorest}", d * freq / node_bw[poorest]
-    for name, bwv in _cut_bandwidths(topology, _natural_cuts(topology)):
+    for name, bwv in _cut_bandwidths(topology, topology.natural_cuts()):
         c = d * freq / bwv if bwv > 0 else math.inf
         if c > cut:
             cut_name, cut = name, c

@@ -3,7 +3,7 @@
 Endpoint nodes (accelerators, each with one NI per link) are the integers ``0 .. N-1``; switches
 are the strings ``"s0", "s1", ...``. Every directed link ``(u, v)`` carries the attributes
 ``bandwidth`` (GB/s, 10^9 bytes per second, one direction) and ``latency`` (cycles of the network
-clock). Spec strings:
+clock). Spec strings, one family each (``golden_model.families``, where each is described once):
 
 ========================  =====================================================================
 ``ring:N``                N nodes in a bidirectional ring.
@@ -22,21 +22,28 @@ Defaults are the MultiTree paper's network (references.md): 16 GB/s per link per
 """
 
 import functools
+import math
+import numbers
 import re
 from dataclasses import dataclass, field
 
 import networkx as nx
 
 from .errors import ConfigError
+from .families import FAMILIES as _FAMILY_DEFS, get_family, spec_forms
 
 DEFAULT_LINK_BANDWIDTH = 16.0   # GB/s per direction
 DEFAULT_LINK_LATENCY = 150      # cycles
 
-FAMILIES = ("ring", "mesh", "torus", "fattree", "bigraph")
-_SPEC_FORMS = "ring:N, mesh:RxC, torus:RxC, fattree:KxL, bigraph:MxS"
+#: Family names, in the order help texts list them.
+FAMILIES = tuple(_FAMILY_DEFS)
 # Upper bound on endpoint nodes: schedules grow as N^2 transfers, and a 1024-node torus already
 # takes minutes; the bound keeps a typo ("torus:800x800") from exhausting memory.
 MAX_NODES = 1024
+#: Bounds of link parameters: wider ones only overflow the cycle arithmetic downstream
+#: (1e6 GB/s is a flit in well under a cycle; 10^6 cycles is a millisecond at 1 GHz).
+MIN_LINK_BANDWIDTH, MAX_LINK_BANDWIDTH = 0.001, 1e6
+MAX_LINK_LATENCY = 10**6
 
 
 @dataclass(eq=False)
@@ -66,6 +73,10 @@ class Topology:
     _routes: dict = field(default_factory=dict, repr=False)
 
     @property
+    def _def(self):
+        return get_family(self.family, self.spec)
+
+    @property
     def nodes(self):
         """Endpoint node ids ``range(N)``."""
         return range(self.num_nodes)
@@ -81,17 +92,45 @@ class Topology:
 
     @property
     def is_direct(self):
-        """True for ring, mesh and torus (nodes are routers; no switches)."""
-        return self.family in ("ring", "mesh", "torus")
+        """True when the endpoints are the routers (ring, mesh, torus: no switches)."""
+        return self._def.direct
+
+    @property
+    def grid(self):
+        """``(rows, cols)`` when the endpoints form a grid (ring ``(1, N)``, mesh, torus), else
+        None."""
+        return self._def.grid(self.dims)
+
+    @property
+    def wraps(self):
+        """True when the grid's dimensions wrap around (ring, torus)."""
+        return self._def.wraps
+
+    @property
+    def router_kind(self):
+        """The router network that can carry this topology (``golden_model.families``):
+        ``"grid"`` (mesh, torus), ``"table"`` (fat-tree, BiGraph) or None (ring)."""
+        return self._def.router
+
+    @property
+    def node0_is_peripheral(self):
+        """True when, with equal link latencies, endpoint 0's eccentricity is the latency
+        diameter (the family says so; ``golden_model.timing``'s latency bound)."""
+        return self._def.node0_is_peripheral
+
+    def natural_cuts(self):
+        """``[(name, endpoints of side A)]`` the lower bound evaluates (not single nodes)."""
+        n = self.num_nodes
+        return [(name, a) for name, a in self._def.natural_cuts(self) if 0 < len(a) < n]
 
     def coords(self, node):
-        """(row, col) of an endpoint of a mesh or torus (ring: (0, node))."""
-        cols = self.dims[-1] if self.family in ("mesh", "torus") else self.num_nodes
-        return divmod(node, cols)
+        """(row, col) of an endpoint of a grid (ring, mesh, torus); ``(0, node)`` otherwise."""
+        grid = self.grid
+        return divmod(node, grid[1] if grid else self.num_nodes)
 
     def neighbors(self, node):
-        """Endpoint nodes one link away, in the order north, south, west, east for mesh and
-        torus (the order of the MultiTree authors' simulator), by id otherwise."""
+        """Endpoint nodes one link away, in port order (north, south, west, east for mesh and
+        torus: the order of the MultiTree authors' simulator); none on switched networks."""
         return list(self.graph.successors(node)) if self.is_direct else []
 
     def degree(self, node):
@@ -105,12 +144,10 @@ class Topology:
         return self.graph.edges[link]["latency"]
 
     def route(self, src, dst):
-        """The directed links a message from endpoint ``src`` to ``dst`` crosses, in order.
-
-        Dimension-order (columns first, then rows; on a torus the shorter way round, ties going
-        east or south) on ring, mesh and torus; on fattree and bigraph one of the shortest paths
-        through switches, chosen by destination (d-mod-k: path index ``dst mod count`` among the
-        shortest paths in sorted order), so the choice is deterministic and spreads load.
+        """The directed links a message from endpoint ``src`` to ``dst`` crosses, in order: the
+        family's routing (dimension order on ring, mesh and torus, the shorter way round where
+        a dimension wraps, ties going east or south; d-mod-k shortest paths through switches
+        elsewhere), deterministic and destination-based.
 
         Returns
         -------
@@ -119,53 +156,18 @@ class Topology:
         """
         key = (src, dst)
         if key not in self._routes:
-            if src == dst:
-                path = [src]
-            elif self.is_direct:
-                path = self._dimension_order_path(src, dst)
-            else:
-                paths = sorted(nx.all_shortest_paths(self.graph, src, dst), key=str)
-                path = paths[dst % len(paths)]
+            path = [src] if src == dst else self._def.route(self, src, dst)
             self._routes[key] = tuple(zip(path[:-1], path[1:]))
         return self._routes[key]
 
-    def _dimension_order_path(self, src, dst):
-        rows, cols = (1, self.num_nodes) if self.family == "ring" else self.dims
-        wrap = self.family in ("ring", "torus")
-        (r, c), (dr, dc) = self.coords(src), self.coords(dst)
-        path = [src]
-        for size, axis in ((cols, 1), (rows, 0)):
-            cur, goal = (c, dc) if axis == 1 else (r, dr)
-            delta = goal - cur
-            if wrap and size > 2:
-                fwd = delta % size
-                delta = fwd if fwd <= size - fwd else fwd - size
-            step = 1 if delta > 0 else -1
-            for _ in range(abs(delta)):
-                cur = (cur + step) % size
-                if axis == 1:
-                    c = cur
-                else:
-                    r = cur
-                path.append(r * cols + c)
-        return path
-
     @functools.cached_property
     def _ring(self):
-        return _ring_order(self)
+        return self._def.ring_order(self)
 
     def ring_order(self):
         """The node order ring all-reduce uses: a Hamiltonian cycle of neighbours where one
-        exists (a snake on mesh and torus), else the closest thing, see ``ring_is_hamiltonian``.
-
-        On an R x C mesh a Hamiltonian cycle exists iff R*C is even and both R, C >= 2 (a grid
-        graph is bipartite, so an odd node count cannot close a cycle). Where none exists (an odd
-        x odd mesh, a 1 x C line with C > 2) the order is a snake Hamiltonian *path*: consecutive
-        nodes are neighbours but the last and first are not, and ring all-reduce runs the
-        bidirectional line algorithm over that path instead (``algorithms.ring.line_steps``: the
-        same 2(N-1) steps, every transfer between neighbours). On fattree and bigraph the order
-        is by node id and every ring hop goes through switches.
-        """
+        exists (a snake on mesh and torus), else the closest thing (a snake path on an odd x odd
+        mesh or a line; id order on switched networks), see ``ring_is_hamiltonian``."""
         return list(self._ring[0])
 
     @property
@@ -174,94 +176,35 @@ class Topology:
         return self._ring[1]
 
 
-def _ring_order(topo):
-    n = topo.num_nodes
-    if topo.family == "ring" or n <= 2:
-        return list(range(n)), topo.is_direct
-    if not topo.is_direct:
-        return list(range(n)), False
-    rows, cols = topo.dims
-    torus = topo.family == "torus"
-    if rows == 1 or cols == 1:
-        # A line: a cycle only on a torus with the wrap link (length > 2).
-        return list(range(n)), torus
-    if rows % 2 == 0 or (torus and cols > 2):
-        return _snake_cycle(rows, cols, lambda r, c: r * cols + c), True
-    if cols % 2 == 0 or (torus and rows > 2):
-        return _snake_cycle(cols, rows, lambda c, r: r * cols + c), True
-    # Odd x odd mesh: a boustrophedon path; the closing hop is multi-hop.
-    order = []
-    for r in range(rows):
-        cs = range(cols) if r % 2 == 0 else range(cols - 1, -1, -1)
-        order.extend(r * cols + c for c in cs)
-    return order, False
+def check_link_bandwidth(value, what="link bandwidth"):
+    """``value`` as a float if it is a number of GB/s in ``MIN_LINK_BANDWIDTH..MAX_LINK_BANDWIDTH``.
+
+    Raises
+    ------
+    ConfigError
+        Otherwise (the message names ``what``, the value and the range).
+    """
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+            or not math.isfinite(value)
+            or not MIN_LINK_BANDWIDTH <= value <= MAX_LINK_BANDWIDTH):
+        raise ConfigError(f"{what} must be a number of GB/s from {MIN_LINK_BANDWIDTH:g} to "
+                          f"{MAX_LINK_BANDWIDTH:g}, not {value!r}")
+    return float(value)
 
 
-def _snake_cycle(rows, cols, node):
-    """Row 0 east over all columns, then rows 1.. snake over columns 1..cols-1, then back north
-    along column 0. Closes when rows is even (the last row ends at column 1), or on a torus whose
-    column wrap link joins column cols-1 to column 0."""
-    order = [node(0, c) for c in range(cols)]
-    for r in range(1, rows):
-        cs = range(cols - 1, 0, -1) if r % 2 == 1 else range(1, cols)
-        order.extend(node(r, c) for c in cs)
-    order.extend(node(r, 0) for r in range(rows - 1, 0, -1))
-    return order
+def check_link_latency(value, what="link latency"):
+    """``value`` if it is a whole number of cycles in ``0..MAX_LINK_LATENCY``.
 
-
-def _add_link(g, u, v, bandwidth, latency):
-    g.add_edge(u, v, bandwidth=float(bandwidth), latency=int(latency))
-    g.add_edge(v, u, bandwidth=float(bandwidth), latency=int(latency))
-
-
-def _grid(rows, cols, wrap, bw, lat):
-    g = nx.DiGraph()
-    g.add_nodes_from(range(rows * cols), kind="node")
-    # Successor order is insertion order: north, south, west, east per node.
-    for r in range(rows):
-        for c in range(cols):
-            u = r * cols + c
-            for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)):
-                rr, cc = r + dr, c + dc
-                size = rows if dr else cols
-                if wrap and size > 2:
-                    rr, cc = rr % rows, cc % cols
-                if 0 <= rr < rows and 0 <= cc < cols and (rr, cc) != (r, c):
-                    g.add_edge(u, rr * cols + cc, bandwidth=float(bw), latency=int(lat))
-    return g
-
-
-def _fattree(k, levels, bw, lat):
-    """k-ary n-tree: switch (l, w), w an (n-1)-digit base-k word, links up to (l+1, w') where w'
-    differs from w at most in digit l; node p hangs off leaf switch p // k."""
-    g = nx.DiGraph()
-    n = k ** levels
-    per_level = k ** (levels - 1)
-    g.add_nodes_from(range(n), kind="node")
-    name = {(l, w): f"s{l * per_level + w}" for l in range(levels) for w in range(per_level)}
-    g.add_nodes_from(name.values(), kind="switch")
-    for p in range(n):
-        _add_link(g, p, name[(0, p // k)], bw, lat)
-    for l in range(levels - 1):
-        for w in range(per_level):
-            digit = (w // k ** l) % k
-            for d in range(k):
-                w2 = w + (d - digit) * k ** l
-                _add_link(g, name[(l, w)], name[(l + 1, w2)], bw, lat)
-    return g
-
-
-def _bigraph(m, s, bw, lat):
-    g = nx.DiGraph()
-    g.add_nodes_from(range(m * s), kind="node")
-    g.add_nodes_from((f"s{i}" for i in range(s)), kind="switch")
-    for i in range(s):
-        for j in range(m):
-            _add_link(g, i * m + j, f"s{i}", bw, lat)
-    for i in range(s // 2):
-        for j in range(s // 2, s):
-            _add_link(g, f"s{i}", f"s{j}", bw, lat)
-    return g
+    Raises
+    ------
+    ConfigError
+        Otherwise (the message names ``what``, the value and the range).
+    """
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+            or not 0 <= value <= MAX_LINK_LATENCY):
+        raise ConfigError(f"{what} must be a whole number of cycles from 0 to "
+                          f"{MAX_LINK_LATENCY:,}, not {value!r}")
+    return int(value)
 
 
 def parse_topology(spec, link_bandwidth=DEFAULT_LINK_BANDWIDTH, link_latency=DEFAULT_LINK_LATENCY):
@@ -270,61 +213,41 @@ def parse_topology(spec, link_bandwidth=DEFAULT_LINK_BANDWIDTH, link_latency=DEF
     Parameters
     ----------
     spec : str
-        One of ``ring:N``, ``mesh:RxC``, ``torus:RxC``, ``fattree:KxL``, ``bigraph:MxS``.
+        One of the forms of ``golden_model.families.spec_forms()``: ``ring:N``, ``mesh:RxC``,
+        ``torus:RxC``, ``fattree:KxL``, ``bigraph:MxS``.
     link_bandwidth : float
-        GB/s per link per direction (default 16, the MultiTree paper's 128-bit flits at 1 GHz).
+        GB/s per link per direction, ``MIN_LINK_BANDWIDTH..MAX_LINK_BANDWIDTH`` (default 16, the
+        MultiTree paper's 128-bit flits at 1 GHz).
     link_latency : int
-        Cycles per link (default 150, the paper's board-to-board latency).
+        Cycles per link, ``0..MAX_LINK_LATENCY`` (default 150, the paper's board-to-board latency).
 
     Raises
     ------
     ConfigError
-        On an unknown family, a malformed or non-positive size, fattree with K < 2 or L < 1,
-        bigraph with an odd or zero switch count, more than ``MAX_NODES`` nodes, a non-positive
-        bandwidth or a negative latency.
+        On an unknown family, a malformed or non-positive size, a size the family refuses
+        (fattree with K < 2, bigraph with an odd switch count), more than ``MAX_NODES`` nodes, or a
+        bandwidth or latency out of its range.
     """
-    if not isinstance(link_bandwidth, (int, float)) or not link_bandwidth > 0:
-        raise ConfigError(f"link bandwidth must be a positive number of GB/s, not {link_bandwidth!r}")
-    if not isinstance(link_latency, int) or link_latency < 0:
-        raise ConfigError(f"link latency must be a whole number of cycles >= 0, not {link_latency!r}")
-    family, _, sizes = str(spec).strip().lower().partition(":")
-    if family not in FAMILIES:
-        raise ConfigError(f"unknown topology {spec!r}: expected one of {_SPEC_FORMS}")
-    two = family != "ring"
-    m = re.fullmatch(r"\s*([0-9]+)\s*x\s*([0-9]+)\s*" if two else r"\s*([0-9]+)\s*", sizes)
+    bw = check_link_bandwidth(link_bandwidth)
+    lat = check_link_latency(link_latency)
+    name, _, sizes = str(spec).strip().lower().partition(":")
+    family = get_family(name, spec)
+    number = r"\s*([0-9]+)\s*"
+    m = re.fullmatch("x".join([number] * family.arity), sizes)
     if not m:
-        form = next(f for f in _SPEC_FORMS.split(", ") if f.startswith(family + ":"))
-        raise ConfigError(f"malformed topology {spec!r}: expected {form} with whole numbers")
+        raise ConfigError(f"malformed topology {spec!r}: expected {family.form} with whole "
+                          f"numbers")
     dims = tuple(int(g) for g in m.groups())
     if min(dims) < 1:
         raise ConfigError(f"topology {spec!r}: every size must be a positive integer")
-    bw, lat = link_bandwidth, link_latency
-    if family == "ring":
-        n = dims[0]
-        _check_size(spec, n)
-        g = _grid(1, n, True, bw, lat)
-    elif family in ("mesh", "torus"):
-        n = dims[0] * dims[1]
-        _check_size(spec, n)
-        g = _grid(dims[0], dims[1], family == "torus", bw, lat)
-    elif family == "fattree":
-        k, levels = dims
-        if k < 2:
-            raise ConfigError(f"topology {spec!r}: fattree arity K must be at least 2, not {k}")
-        n = k ** levels if levels < 64 else MAX_NODES + 1
-        _check_size(spec, n)
-        g = _fattree(k, levels, bw, lat)
-    else:
-        per_switch, s = dims
-        if s % 2:
-            raise ConfigError(f"topology {spec!r}: bigraph switch count S must be even, not {s}")
-        n = per_switch * s
-        _check_size(spec, n)
-        g = _bigraph(per_switch, s, bw, lat)
-    norm = f"{family}:{'x'.join(map(str, dims))}"
-    return Topology(spec=norm, family=family, dims=dims, graph=g, num_nodes=n)
-
-
-def _check_size(spec, n):
+    n = family.num_nodes(spec, dims)
     if n > MAX_NODES:
         raise ConfigError(f"topology {spec!r} has {n} nodes; at most {MAX_NODES} are supported")
+    norm = f"{family.name}:{'x'.join(map(str, dims))}"
+    return Topology(spec=norm, family=family.name, dims=dims,
+                    graph=family.graph(dims, bw, lat), num_nodes=n)
+
+
+__all__ = ["Topology", "parse_topology", "FAMILIES", "MAX_NODES", "DEFAULT_LINK_BANDWIDTH",
+           "DEFAULT_LINK_LATENCY", "spec_forms", "check_link_bandwidth", "check_link_latency",
+           "MIN_LINK_BANDWIDTH", "MAX_LINK_BANDWIDTH", "MAX_LINK_LATENCY"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from amaranth.utils import ceil_log2
 
 __all__ = ["NIConfig", "FLOW_CONTROL_MODES", "HEAD_INFO_BITS", "SCHEDULE_ROW_BITS",
-           "FIELD_ADDR_BITS", "MAX_PORTS"]
+           "FIELD_ADDR_BITS", "MAX_PORTS", "MAX_LINK_STAGES"]
 
 #: Flow-control modes: whole sub-messages (the MultiTree paper's) or one credit per flit.
 FLOW_CONTROL_MODES = ("message", "credit")
@@ -27,6 +27,9 @@ ROUTER_HEAD_BITS = 32
 FIELD_ADDR_BITS = 20
 #: ``host_cmd.engine`` is 4 bits wide and there are ``2 * num_ports`` engines.
 MAX_PORTS = 8
+#: Register stages per link direction the hardware builds (``hdl.link``, ``hdl.router.network``):
+#: a longer link would only make a huge design.
+MAX_LINK_STAGES = 1024
 
 
 def check_int(name, value, lo, hi=None):
@@ -64,7 +67,7 @@ class NIConfig:
     submessage_flits : int
         Flits granted by one credit in message mode (the paper's 256 B = 16 flits).
     link_latency : int
-        Register stages per link direction, forward and credit return (>= 0).
+        Register stages per link direction, forward and credit return (0..MAX_LINK_STAGES).
     routed : bool
         The NI's ports sit on router local ports (``hdl.routed_network``): heads start with the
         router's 32-bit header (destination and source terminal from the row), and receive
@@ -120,7 +123,7 @@ class NIConfig:
             raise ValueError(f"flow_control must be one of {', '.join(map(repr, FLOW_CONTROL_MODES))}, "
                              f"not {self.flow_control!r}")
         check_int("submessage_flits", self.submessage_flits, 1)
-        check_int("link_latency", self.link_latency, 0)
+        check_int("link_latency", self.link_latency, 0, MAX_LINK_STAGES)
         if not isinstance(self.routed, bool):
             raise ValueError(f"routed must be True or False, not {self.routed!r}")
         if self.routed and self.flit_width < ROUTER_HEAD_BITS + HEAD_INFO_BITS:

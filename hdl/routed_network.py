@@ -24,7 +24,7 @@ from .credit import CreditCounter, CreditReturn
 from .flit import Flit, FlitStream
 from .network import Network
 from .router.flit import PacketFlit, is_head_kind
-from .router.network import NETWORK_FAMILIES, RouterNetwork
+from .router.network import ROUTER_KINDS, RouterNetwork, routed_families
 
 __all__ = ["RouterPort", "RoutedNetwork", "router_vc_buf_depth", "check_routable"]
 
@@ -33,9 +33,9 @@ def check_routable(topology, why="routers"):
     """Raise ``ConfigError`` (``golden_model.errors``) unless ``topology`` has a router network;
     the message starts with ``why`` (what asked for routers)."""
     from golden_model.errors import ConfigError
-    if getattr(topology, "family", None) not in NETWORK_FAMILIES:
+    if getattr(topology, "router_kind", None) not in ROUTER_KINDS:
         raise ConfigError(f"{why} {getattr(topology, 'spec', topology)} has no router network "
-                          f"(routers exist for mesh, torus, fat-tree and BiGraph); on a ring use "
+                          f"(routers exist for {routed_families()}); on a ring use "
                           f"ring, ring2d, multitree or multitree-opt, or a torus:1xN")
 
 

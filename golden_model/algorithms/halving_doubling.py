@@ -63,12 +63,11 @@ def default_node_order(topology):
     Returns
     -------
     list of int
-        Z-order of (row, col) on mesh and torus, ``ring_order()`` on ring, node ids otherwise.
+        Z-order of (row, col) on a grid (mesh, torus; on a ring, one row, that is node order),
+        node ids otherwise.
     """
-    if topology.family in ("mesh", "torus"):
+    if topology.grid is not None:
         return sorted(topology.nodes, key=lambda v: _morton(*topology.coords(v)))
-    if topology.family == "ring":
-        return topology.ring_order()
     return list(topology.nodes)
 
 

@@ -78,11 +78,6 @@ TRANSLATION_RESTARTS = 8
 _FORBIDDEN = 0.0   # weight of an impossible pair (valid ones are positive)
 
 
-def _grid_shape(topology):
-    """(rows, cols) of the Z_rows x Z_cols coordinates of a torus or ring."""
-    return (1, topology.num_nodes) if topology.family == "ring" else tuple(topology.dims)
-
-
 def translation_trees(topology, seed=None):
     """Trees of the ``translation`` method (module docstring) on a torus or ring.
 
@@ -103,10 +98,10 @@ def translation_trees(topology, seed=None):
     ValueError
         On another family.
     """
-    if topology.family not in ("torus", "ring"):
+    if not (topology.grid and topology.wraps):
         raise ValueError(f"translation trees need a torus or ring, not {topology.spec}")
     n = topology.num_nodes
-    rows, cols = _grid_shape(topology)
+    rows, cols = topology.grid
 
     def shift(v, off):
         r, c = divmod(v, cols)
@@ -352,7 +347,7 @@ def compute_trees(topology):
     # Published first: it wins ties, so multitree-opt is exactly multitree wherever it cannot
     # save a tree step (e.g. mesh:8x8, where the published trees already meet the bound).
     builders = [("published", lambda: multitree.compute_trees(topology))]
-    if topology.family in ("torus", "ring"):
+    if topology.grid and topology.wraps:
         builders.append(("translation", lambda: translation_trees(topology)))
         for s in range(1, TRANSLATION_RESTARTS + 1):
             builders.append((f"translation:{s}", lambda s=s: translation_trees(topology, seed=s)))

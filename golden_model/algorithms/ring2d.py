@@ -51,19 +51,17 @@ def grid_shape(topology):
     Returns
     -------
     (int, int)
-        ``topology.dims`` on mesh and torus, ``(1, N)`` on ring.
+        ``topology.grid``: ``(R, C)`` on mesh and torus, ``(1, N)`` on ring.
 
     Raises
     ------
     ConfigError
-        If the topology is not a ring, mesh or torus.
+        If the topology is not a grid (ring, mesh or torus).
     """
-    require_nodes(topology, NAME, lambda t: t.family in ("ring", "mesh", "torus"),
+    require_nodes(topology, NAME, lambda t: t.grid is not None,
                   "ring2d needs a mesh:RxC or torus:RxC topology (or ring:N, taken as 1xN); "
                   f"{topology.family} has no rows and columns")
-    if topology.family == "ring":
-        return 1, topology.num_nodes
-    return tuple(topology.dims)
+    return topology.grid
 
 
 def _merged(step_lists):

@@ -39,7 +39,7 @@ from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, S
 from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import NIConfig
+from ..config import MAX_LINK_STAGES, NIConfig
 from ..credit import CreditCounter
 from ..ops import eq_const
 from .arbiter import RoundRobinArbiter
@@ -60,9 +60,16 @@ INJECTION_CYCLES = 1
 #: Cycles through the ``EjectionPort`` buffer (flit on its input to ``eject.valid``).
 EJECTION_CYCLES = 1
 
-INDIRECT_FAMILIES = ("fattree", "bigraph")
-#: Topology families ``RouterNetwork`` builds.
-NETWORK_FAMILIES = ("mesh", "torus") + INDIRECT_FAMILIES
+#: The topologies ``RouterNetwork`` builds, by their ``router_kind`` (``golden_model.families``):
+#: ``"grid"`` (a router per node, dimension order, datelines on wrap links) and ``"table"`` (a
+#: router per switch, tables from the golden routes).
+ROUTER_KINDS = ("grid", "table")
+
+
+def routed_families():
+    """``"mesh, torus, fattree, bigraph"``: the families that have a router network."""
+    from golden_model.families import FAMILIES  # noqa: PLC0415
+    return ", ".join(name for name, f in FAMILIES.items() if f.router in ROUTER_KINDS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,18 +115,18 @@ def model_timing(topology):
 
 
 def _check_network(topology, link_latency, concentration, what):
-    """The topology family, after checking the arguments ``RouterNetwork`` and ``path_cost``
-    share."""
-    family = getattr(topology, "family", None)
-    if family not in NETWORK_FAMILIES:
-        raise ValueError(f"{what} needs a mesh, torus, fat-tree or BiGraph topology, not "
-                         f"{getattr(topology, 'spec', topology)!r}")
+    """The topology's ``router_kind``, after checking the arguments ``RouterNetwork`` and
+    ``path_cost`` share."""
+    kind = getattr(topology, "router_kind", None)
+    if kind not in ROUTER_KINDS:
+        raise ValueError(f"{what} needs a topology with a router network ({routed_families()}), "
+                         f"not {getattr(topology, 'spec', topology)!r}")
     _check_int("concentration", concentration, 1, 8)
-    _check_int("link_latency", link_latency, 0, 1024)
-    if family in INDIRECT_FAMILIES and concentration != 1:
+    _check_int("link_latency", link_latency, 0, MAX_LINK_STAGES)
+    if kind == "table" and concentration != 1:
         raise ValueError(f"concentration must be 1 on {topology.spec} (each endpoint node is "
                          f"one terminal of its switch), not {concentration!r}")
-    return family
+    return kind
 
 
 def path_cost(topology, src, dst, *, link_latency=1, concentration=1):
@@ -131,12 +138,12 @@ def path_cost(topology, src, dst, *, link_latency=1, concentration=1):
     ValueError
         On a topology ``RouterNetwork`` does not support or a terminal out of range.
     """
-    family = _check_network(topology, link_latency, concentration, "path_cost")
+    kind = _check_network(topology, link_latency, concentration, "path_cost")
     n = topology.num_nodes * concentration
     for name, t in (("src", src), ("dst", dst)):
         if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < n:
             raise ValueError(f"{name} must be a terminal 0..{n - 1}, not {t!r}")
-    if family in INDIRECT_FAMILIES:
+    if kind == "table":
         links = len(topology.route(src, dst)) if src != dst else 2
         return PathCost(routers=links - 1, links=links, link_latency=link_latency)
     links = len(topology.route(src // concentration, dst // concentration))
@@ -158,7 +165,7 @@ class RouterLink(wiring.Component):
     def __init__(self, params, latency):
         if not isinstance(params, RouterParams):
             raise ValueError(f"params must be a RouterParams, not {params!r}")
-        _check_int("link_latency", latency, 0, 1024)
+        _check_int("link_latency", latency, 0, MAX_LINK_STAGES)
         self.params, self.latency = params, latency
         ch = RouterChannel(params.flit_width, params.num_vcs)
         super().__init__({"sender": In(ch), "receiver": Out(ch)})
@@ -338,8 +345,8 @@ class RouterNetwork(wiring.Component):
 
     def __init__(self, topology, *, num_vcs=2, vc_buf_depth=8, flit_width=128, credit_delay=1,
                  flow_control="wormhole", link_latency=1, concentration=1, datelines=True):
-        family = _check_network(topology, link_latency, concentration, "RouterNetwork")
-        indirect = family in INDIRECT_FAMILIES
+        indirect = _check_network(topology, link_latency, concentration,
+                                  "RouterNetwork") == "table"
         if topology.num_nodes * concentration > 1024:
             raise ValueError(f"at most 1024 terminals, not {topology.num_nodes * concentration}")
         self.topology = topology
@@ -356,9 +363,10 @@ class RouterNetwork(wiring.Component):
                 # ablation only: every VC on every hop (a torus can then deadlock)
                 self.tables = [dataclasses.replace(t, vc_classes=1) for t in self.tables]
             num_ports = NUM_GRID_PORTS + concentration
-        if (family == "torus" or any(t.vc_classes == 2 for t in self.tables)) and (
+        datelined = not indirect and topology.wraps
+        if (datelined or any(t.vc_classes == 2 for t in self.tables)) and (
                 num_vcs % 2 if isinstance(num_vcs, int) else False):
-            why = ("two dateline classes" if family == "torus" else
+            why = ("two dateline classes" if datelined else
                    "two VC classes break the cyclic channel dependencies of its routes")
             raise ValueError(f"num_vcs must be even on {topology.spec} ({why}), not {num_vcs!r}")
         self.params = RouterParams(num_ports, num_vcs, vc_buf_depth, flit_width, credit_delay,

@@ -129,14 +129,14 @@ def grid_tables(topology, concentration=1):
     ValueError
         If the topology is not a mesh or torus, or ``concentration`` is not a positive integer.
     """
-    if getattr(topology, "family", None) not in ("mesh", "torus"):
+    if getattr(topology, "router_kind", None) != "grid":
         raise ValueError(f"grid_tables needs a mesh or torus topology, not "
                          f"{getattr(topology, 'spec', topology)!r}")
     if isinstance(concentration, bool) or not isinstance(concentration, int) or concentration < 1:
         raise ValueError(f"concentration must be a positive integer, not {concentration!r}")
     n = topology.num_nodes
     num_ports = NUM_GRID_PORTS + concentration
-    torus = topology.family == "torus"
+    torus = topology.wraps
     port_dim = _PORT_DIM + (None,) * concentration
     tables = []
     for r in range(n):
@@ -189,8 +189,8 @@ def _next_hops(topology):
 
 
 def _check_indirect(topology):
-    if getattr(topology, "family", None) not in ("fattree", "bigraph"):
-        raise ValueError(f"switch tables need a fat-tree or BiGraph topology, not "
+    if getattr(topology, "router_kind", None) != "table":
+        raise ValueError(f"switch tables need a switched topology (fat-tree, BiGraph), not "
                          f"{getattr(topology, 'spec', topology)!r}")
 
 

@@ -144,8 +144,7 @@ class RouterBuild:
         run_dir = self.build_dir / "runs" / f"{name}-{os.getpid()}-{self._count}"
         run_dir.mkdir(parents=True, exist_ok=True)
         # traffic patterns see terminals on a grid; fat-tree/BiGraph: one row of endpoints
-        rows, cols = (self.topology.dims if self.topology.is_direct
-                      else (1, self.topology.num_nodes))
+        rows, cols = self.topology.grid or (1, self.topology.num_nodes)
         conc = self.network_args.get("concentration", 1)
         params = {
             "num_terminals": self.topology.num_nodes * conc, "rows": rows, "cols": cols,
