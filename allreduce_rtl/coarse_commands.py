@@ -11,10 +11,12 @@ from fractions import Fraction
 from golden_model.coarse import (DEFAULT_RATIOS, CoarseConfig, compare_system, parse_system,
                                  sweep_asymmetry)
 from golden_model.errors import ConfigError
-from golden_model.topology import DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY
+from golden_model.topology import MAX_LINK_BANDWIDTH, MIN_LINK_BANDWIDTH
+
 from golden_model.training import DEFAULT_BUCKET_BYTES, TrainingOptions
 from golden_model.workloads import MODELS, get_model
 
+from . import options
 from .output import format_table
 
 RESULT_COLUMNS = [("scheme", "scheme", "{}"), ("iteration_ms", "iteration (ms)", "{:.3f}"),
@@ -33,30 +35,31 @@ _FIELDS = {"workers": "workers", "devices": "devices", "local_bandwidth": "local
            "ring_bandwidth": "ring_GBps", "threshold": "threshold_bytes"}
 
 
-def add_parser(sub, size_type, positive_int, positive_float):
-    """Add ``coarse`` to the subcommand set ``sub`` of ``cli.build_parser`` (the argument types
-    are ``cli``'s)."""
+def register(sub):
+    """Add ``coarse`` to the subcommand set ``sub``."""
+    size_type, positive_int = options.size, options.positive_int
+    bandwidth = options.number_in(float, MIN_LINK_BANDWIDTH, MAX_LINK_BANDWIDTH)
     p = sub.add_parser("coarse", help="COARSE (disaggregated-memory parameter synchronisation) "
                        "against MPI ring all-reduce over the same links")
-    p.add_argument("--model", "-m", default="resnet50",
+    p.add_argument("--model", "-m", type=options.text, default="resnet50",
                    help=f"one of {', '.join(MODELS)} (default %(default)s)")
     g = p.add_argument_group("system (default coarse:W=8,M=4,local=9,remote=16: the cloud V100 "
                              "machine's paths)")
-    g.add_argument("--system", default=None, metavar="SPEC",
+    g.add_argument("--system", type=options.text, default=None, metavar="SPEC",
                    help="coarse:W=8,M=4,local=9,remote=16[,gpu=..][,ring=..][,lat_local=US]"
                    "[,lat_remote=US][,threshold=SIZE]; the options below override it")
     g.add_argument("--workers", type=positive_int, default=None, metavar="W",
                    help="worker GPUs (default 8)")
     g.add_argument("--devices", type=positive_int, default=None, metavar="M",
                    help="CCI memory devices, dividing W (default 4)")
-    g.add_argument("--local-bandwidth", type=positive_float, default=None, metavar="GBPS",
+    g.add_argument("--local-bandwidth", type=bandwidth, default=None, metavar="GBPS",
                    help="each worker's path to its local device (default 9)")
-    g.add_argument("--remote-bandwidth", type=positive_float, default=None, metavar="GBPS",
+    g.add_argument("--remote-bandwidth", type=bandwidth, default=None, metavar="GBPS",
                    help="each worker's path to the other devices (default 16)")
-    g.add_argument("--gpu-bandwidth", type=positive_float, default=None, metavar="GBPS",
+    g.add_argument("--gpu-bandwidth", type=bandwidth, default=None, metavar="GBPS",
                    help="GPU-GPU peer path, used by MPI ring all-reduce (default: the local "
                    "path's)")
-    g.add_argument("--ring-bandwidth", type=positive_float, default=None, metavar="GBPS",
+    g.add_argument("--ring-bandwidth", type=bandwidth, default=None, metavar="GBPS",
                    help="device-to-device sync-core ring links (default: the remote path's)")
     g.add_argument("--threshold", type=size_type, default=None, metavar="SIZE",
                    help="tensors below it go to the latency proxy (default 2MB)")
@@ -71,9 +74,7 @@ def add_parser(sub, size_type, positive_int, positive_float):
                    metavar="RATIOS", help="also sweep the remote/local bandwidth ratio "
                    "(comma-separated, fractions allowed; default 1/16,1/8,1/4,1/2,1,16/9,2,4)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    # cli.main parses a network topology for every command; coarse builds its own networks.
-    p.set_defaults(func=cmd_coarse, topology=None, topology_default="ring:1",
-                   link_bandwidth=DEFAULT_LINK_BANDWIDTH, link_latency=DEFAULT_LINK_LATENCY)
+    p.set_defaults(func=cmd_coarse)
 
 
 def system_config(args):

@@ -20,8 +20,12 @@ from dataclasses import dataclass
 from tqdm import tqdm
 
 from golden_model.errors import ConfigError
-from golden_model.topology import DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY
 
+
+from tb.toolchain import ToolchainError, build_root
+
+from . import options
+from .errors import EnvironmentFailure
 from .output import atomic_write, check_writable_file, format_table
 from .synth import ICE40_DEVICES, SynthesisError, synthesise, tool_versions
 
@@ -129,12 +133,12 @@ def select_designs(text):
     return [d for d in DESIGNS if d.name in names]
 
 
-def add_parser(sub):
+def register(sub):
     """Add ``cost`` to the subcommand set ``sub`` of ``cli.build_parser``."""
     p = sub.add_parser("cost", help="hardware cost: synthesise the router, the NI and the CXL "
                        "memory controller with Yosys (generic cells, flip-flops, memory bits; "
                        "iCE40 LUTs and nextpnr's fmax estimate)")
-    p.add_argument("--design", "-d", default=None, metavar="NAMES",
+    p.add_argument("--design", "-d", type=options.text, default=None, metavar="NAMES",
                    help=f"comma-separated subset of {', '.join(d.name for d in DESIGNS)} "
                    "(default: all)")
     p.add_argument("--device", choices=tuple(ICE40_DEVICES), default="hx8k",
@@ -144,21 +148,20 @@ def add_parser(sub):
     p.add_argument("--jobs", "-j", type=int, choices=range(1, 9), default=2, metavar="N",
                    help="designs synthesised at once, 1..8 (default %(default)s; the first "
                    "Yosys run compiles its WebAssembly with about 1.7 GB of memory)")
-    p.add_argument("--out", "-o", default=None, metavar="FILE.json",
+    p.add_argument("--out", "-o", type=options.text, default=None, metavar="FILE.json",
                    help="also write the JSON report to this file")
+    options.build_dir_option(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    # cli.main parses a network topology for every command; cost builds its own.
-    p.set_defaults(func=cmd_cost, topology=None, topology_default="ring:1",
-                   link_bandwidth=DEFAULT_LINK_BANDWIDTH, link_latency=DEFAULT_LINK_LATENCY)
+    p.set_defaults(func=cmd_cost)
 
 
 _ELABORATE = threading.Lock()   # Amaranth elaboration and its Yosys run one at a time
 
 
-def _cost_one(design, device, ice40):
+def _cost_one(design, device, ice40, root):
     with _ELABORATE:
         verilog, top = design.build()
-    result = synthesise(verilog, top, ice40=ice40 and design.ice40, device=device)
+    result = synthesise(verilog, top, ice40=ice40 and design.ice40, device=device, root=root)
     return {"name": design.name, "kind": design.kind, "summary": design.summary,
             "config": design.params, **result}
 
@@ -209,6 +212,10 @@ def cmd_cost(args):
     designs = select_designs(args.design)
     if args.out is not None:
         check_writable_file(args.out)
+    try:
+        root = build_root(args.build_dir)
+    except ToolchainError as exc:
+        raise EnvironmentFailure(str(exc)) from None
     ice40 = not args.no_ice40
     started = time.monotonic()
     results = {}
@@ -217,13 +224,15 @@ def cmd_cost(args):
     try:
         # the iCE40 runs take longest: start them first, so the two workers end together
         order = sorted(designs, key=lambda d: not (ice40 and d.ice40))
-        futures = {pool.submit(_cost_one, d, args.device, ice40): d for d in order}
+        futures = {pool.submit(_cost_one, d, args.device, ice40, root): d for d in order}
         for future in as_completed(futures):
             d = futures[future]
             try:
                 results[d.name] = future.result()
-            except (SynthesisError, ValueError) as exc:
+            except ValueError as exc:
                 raise ConfigError(f"{d.name}: {exc}") from None
+            except SynthesisError as exc:
+                raise EnvironmentFailure(f"{d.name}: {exc}") from None
             bar.set_postfix_str(d.name)
             bar.update()
     finally:

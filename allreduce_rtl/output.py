@@ -1,9 +1,14 @@
-"""Text tables and whole-or-nothing file writes for the command line."""
+"""Text tables, whole-or-nothing file writes and a progress line for the command line."""
 
 import os
 import stat
+import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
+
+from tqdm import tqdm
 
 from golden_model.errors import ConfigError
 
@@ -112,3 +117,39 @@ def format_table(rows, columns):
              for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+class Spinner:
+    """A tqdm line that shows elapsed time while a blocking step runs (on stderr)."""
+
+    def __init__(self, desc, enabled=True):
+        self.desc, self.enabled = desc, enabled
+
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+        self.tty = self.enabled and sys.stderr.isatty()
+        if self.enabled and not self.tty:
+            print(f"{self.desc} ...", file=sys.stderr, flush=True)
+        if not self.tty:
+            return self
+        self.bar = tqdm(total=None, desc=self.desc, bar_format="{desc}: {elapsed}",
+                        file=sys.stderr, leave=True)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._tick, daemon=True)
+        self.thread.start()
+        return self
+
+    def _tick(self):
+        while not self.stop.wait(0.5):
+            self.bar.refresh()
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.t0
+        if self.enabled and not self.tty:
+            print(f"{self.desc}: {self.seconds:.0f} s", file=sys.stderr, flush=True)
+        if self.tty:
+            self.stop.set()
+            self.thread.join()
+            self.bar.refresh()
+            self.bar.close()
+        return False

@@ -34,7 +34,8 @@ def render_speedup(rows, topology):
     ax.set_ylabel("speed-up over ring")
     ax.set_title(f"All-reduce speed-up over ring, {topology}")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if ax.get_legend_handles_labels()[0]:       # a one-node network has nothing to plot
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120)

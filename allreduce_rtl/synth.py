@@ -19,19 +19,15 @@ runs again only if its script changed or its outputs are missing, so a second ru
 
 import hashlib
 import json
-import os
 import re
 import subprocess
 import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
 __all__ = ["SynthesisError", "synthesise", "top_ports", "ice40_wrapper", "count_flip_flops",
-           "ICE40_DEVICES", "build_root", "tool_versions"]
+           "ICE40_DEVICES", "tool_versions"]
 
-BUILD_ROOT_ENV = "ALLREDUCE_BUILD_ROOT"   # as tb.runner
-REPO = Path(__file__).resolve().parent.parent
 #: nextpnr-ice40 device option -> (package, logic cells, 4 kbit block RAMs)
 ICE40_DEVICES = {"hx8k": ("ct256", 7680, 32), "up5k": ("sg48", 5280, 30),
                  "hx4k": ("tq144", 3520, 20), "hx1k": ("tq144", 1280, 16)}
@@ -64,11 +60,6 @@ tee -q -o ice40_stat.json stat -json
 
 class SynthesisError(RuntimeError):
     """Yosys or nextpnr failed (the message names the tool, the log file and its last error)."""
-
-
-def build_root():
-    """``$ALLREDUCE_BUILD_ROOT``, else ``build/`` at the repository root (as ``tb.runner``)."""
-    return Path(os.environ.get(BUILD_ROOT_ENV) or REPO / "build")
 
 
 def tool_versions():
@@ -321,7 +312,7 @@ def synthesise(verilog, top, *, ice40=True, device="hx8k", root=None, timeout=18
     device : str
         nextpnr-ice40 device for place and route, a key of ``ICE40_DEVICES``.
     root : path-like, optional
-        Build root (default ``build_root()``); the work folder is ``<root>/cost/<top>-<hash of
+        Build root (default ``tb.toolchain.build_root()``); the work folder is ``<root>/cost/<top>-<hash of
         the Verilog and the tool versions>``. A step whose script and outputs are already there
         is not run again.
     timeout : float
@@ -349,7 +340,8 @@ def synthesise(verilog, top, *, ice40=True, device="hx8k", root=None, timeout=18
     start = time.monotonic()
     key = json.dumps({"tools": tool_versions(), "top": top}, sort_keys=True) + verilog
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    work = Path(root or build_root()) / "cost" / f"{top}-{digest}"
+    from tb.toolchain import build_root  # noqa: PLC0415 - the one build cache
+    work = build_root(root) / "cost" / f"{top}-{digest}"
     work.mkdir(parents=True, exist_ok=True)
     design = work / "design.v"
     if not design.exists() or design.read_text() != verilog:

@@ -9,7 +9,7 @@ import json
 import shlex
 import sys
 import time
-from pathlib import Path
+
 
 from tqdm import tqdm
 
@@ -22,8 +22,9 @@ from golden_model.topology import DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY
 from golden_model.units import format_size
 from golden_model.workloads import MODELS, get_model
 
+from . import options
 from .commands import _algorithms, _note, _params, parse_size_range
-from .output import atomic_write, format_table
+from .output import atomic_write, ensure_folder, format_table
 
 TRAIN_COLUMNS = [("algorithm", "algorithm", "{}"),
                  ("iteration_ms", "iteration (ms)", "{:.3f}"),
@@ -35,40 +36,41 @@ TRAIN_COLUMNS = [("algorithm", "algorithm", "{}"),
                  ("comm_speedup_vs_ring", "all-reduce speed-up", "{:.2f}x")]
 
 
-def add_parsers(sub, network_options, size_type, positive_int):
-    """Add ``train`` and ``report`` to the subcommand set ``sub`` of ``cli.build_parser``
-    (``network_options(parser)`` adds the network group; ``size_type`` and ``positive_int``
-    are the argument types of ``cli``)."""
+def register(sub):
+    """Add ``train`` and ``report`` to the subcommand set ``sub``."""
     def training_options(p):
         g = p.add_argument_group("training (defaults: the MultiTree authors' and PyTorch DDP's)")
-        g.add_argument("--mini-batch", "-b", type=positive_int, default=None, metavar="N",
-                       help="samples per node per iteration (default: the model's, 256)")
-        g.add_argument("--bucket-size", type=size_type, default=DEFAULT_BUCKET_BYTES,
+        g.add_argument("--mini-batch", "-b", type=options.positive_int, default=None,
+                       metavar="N", help="samples per node per iteration (default: the model's, "
+                       "256)")
+        g.add_argument("--bucket-size", type=options.size, default=DEFAULT_BUCKET_BYTES,
                        metavar="SIZE", help="gradient bucket cap, e.g. 25MiB (default 25MiB)")
-        g.add_argument("--algorithms", "-a", default=None,
+        g.add_argument("--algorithms", "-a", type=options.text, default=None,
                        help="comma-separated list (default: all that can run on the topology)")
 
     p = sub.add_parser("train", help="iteration time of one workload for each algorithm")
-    network_options(p)
-    p.add_argument("--model", "-m", required=True, help=f"one of {', '.join(MODELS)}")
+    options.network_options(p, "torus:8x8")
+    p.add_argument("--model", "-m", type=options.text, required=True,
+                   help=f"one of {', '.join(MODELS)}")
     training_options(p)
     p.add_argument("--no-overlap", action="store_true",
                    help="all-reduce after the whole backward pass (the authors' simulator)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=cmd_train, topology_default="torus:8x8")
+    p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("report", help="the standard training-time report: Markdown and PNG plots")
-    network_options(p)
+    options.network_options(p, None, "the standard set; --topology T means just T")
     training_options(p)
-    p.add_argument("--topologies", default=None,
+    p.add_argument("--topologies", type=options.text, default=None,
                    help=f"comma-separated specs (default {','.join(STANDARD_TOPOLOGIES)}; "
                         f"--topology T means just T)")
-    p.add_argument("--models", default=None, help="comma-separated list (default: all)")
-    p.add_argument("--sizes", default="32KiB:64MiB",
+    p.add_argument("--models", type=options.text, default=None,
+                   help="comma-separated list (default: all)")
+    p.add_argument("--sizes", type=options.text, default="32KiB:64MiB",
                    help="sweep sizes FROM:TO, doubling (default %(default)s)")
-    p.add_argument("--out", "-o", default="out/report", metavar="DIR",
+    p.add_argument("--out", "-o", type=options.text, default="out/report", metavar="DIR",
                    help="output folder (default %(default)s)")
-    p.set_defaults(func=cmd_report, topology_default=STANDARD_TOPOLOGIES[0])
+    p.set_defaults(func=cmd_report)
 
 
 def _training_options(args):
@@ -106,7 +108,7 @@ def cmd_train(args):
     """``allreduce-rtl train``: iteration time of one workload for each algorithm."""
     from .cli import print_json
     model = get_model(args.model)
-    report = train(model, args.topo, _algorithms(args), _training_options(args),
+    report = train(model, options.topology(args), _algorithms(args), _training_options(args),
                    on_skip=None if args.json else _note)
     if args.json:
         print_json(report)
@@ -164,11 +166,7 @@ def cmd_report(args):
     from .training_plots import plot_breakdown
     settings = _report_settings(args)
     units = plan(settings)
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create output folder {args.out!r}: {exc.strerror}") from None
+    out = ensure_folder(args.out)
     t0 = time.perf_counter()
     outputs = []
     with tqdm(units, desc="report", unit="run", file=sys.stderr) as bar:

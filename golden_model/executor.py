@@ -2,20 +2,22 @@
 
 import numpy as np
 
+from .elements import element_type, element_type_of
 from .errors import ConfigError
 from .schedule import Op
 
-SUPPORTED_DTYPES = (np.dtype(np.int32), np.dtype(np.float32), np.dtype(np.float64))
 
-
-def execute(schedule, data):
+def execute(schedule, data, dtype=None):
     """Run ``schedule`` on one vector per node and return every node's final vector.
 
     Parameters
     ----------
     schedule : AllReduceSchedule
     data : numpy.ndarray, shape (N, D)
-        Row ``v`` is node ``v``'s input; dtype int32 (wrap-around addition), float32 or float64.
+        Row ``v`` is node ``v``'s input, of a type of ``golden_model.elements`` (int32:
+        wrap-around addition; float32, float64: IEEE 754, round to nearest even).
+    dtype : str or ElementType, optional
+        The element type (default: the one of ``data``'s dtype); ``data`` is converted to it.
 
     Returns
     -------
@@ -27,24 +29,22 @@ def execute(schedule, data):
     Raises
     ------
     ConfigError
-        If the shape does not match the schedule or the dtype is not one of int32, float32,
-        float64.
+        If the shape does not match the schedule or the dtype is not an element type's.
     """
     data = np.asarray(data)
-    if data.dtype not in SUPPORTED_DTYPES:
-        raise ConfigError(f"dtype {data.dtype} not supported: use int32, float32 or float64")
+    etype = element_type_of(data) if dtype is None else element_type(dtype)
+    data = data.astype(etype.dtype, copy=False)
     want = (schedule.num_nodes, schedule.num_elements)
     if data.shape != want:
         raise ConfigError(f"data shape {data.shape} does not match the schedule's {want}")
     buf = data.copy()
     ranges = [schedule.chunk_range(c) for c in range(schedule.num_chunks)]
-    # int32 adds wrap around; numpy only warns on scalar overflow, arrays wrap silently.
     for step in schedule.steps:
         payloads = [buf[t.src, slice(*ranges[t.chunk])].copy() for t in step]
         for t, payload in zip(step, payloads):
             dst = buf[t.dst, slice(*ranges[t.chunk])]
             if t.op is Op.REDUCE:
-                np.add(dst, payload, out=dst)
+                etype.add(dst, payload)
             else:
                 dst[...] = payload
     return buf

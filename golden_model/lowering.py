@@ -124,14 +124,16 @@ class LoweredSchedule:
 
         Parameters
         ----------
-        vectors : numpy.ndarray, shape (N, D), int32
+        vectors : numpy.ndarray, shape (N, D), any element type
 
         Returns
         -------
-        numpy.ndarray, shape (N, buffer_flits, elements_per_flit), int32; padding is zero.
+        numpy.ndarray, shape (N, buffer_flits, elements_per_flit), of the vectors' dtype;
+        padding is zero.
         """
         s, e = self.schedule, self.elements_per_flit
-        out = np.zeros((s.num_nodes, self.buffer_flits * e), dtype=np.int32)
+        vectors = np.asarray(vectors)
+        out = np.zeros((s.num_nodes, self.buffer_flits * e), dtype=vectors.dtype)
         for c in range(s.num_chunks):
             lo, hi = s.chunk_range(c)
             base = int(self.chunk_base[c]) * e
@@ -150,10 +152,6 @@ class LoweredSchedule:
         return out
 
 
-#: Longest routed message: the router head's ``flits`` field is 12 bits (``hdl.router.flit``).
-MAX_ROUTED_FLITS = (1 << 12) - 1
-
-
 def needs_router(schedule):
     """True if ``schedule`` cannot run on NIs joined by point-to-point links: its topology has
     switches (fat-tree, BiGraph) or a transfer crosses more than one link."""
@@ -161,22 +159,25 @@ def needs_router(schedule):
             or any(len(t.route) != 1 for _, t in schedule.transfers()))
 
 
-def lower(schedule, elements_per_flit=4, routed=False):
+def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None):
     """Lower ``schedule`` to one ``NodeProgram`` per node.
 
     Parameters
     ----------
     schedule : AllReduceSchedule
     elements_per_flit : int
-        32-bit elements per flit (4: 128-bit flits, the MultiTree paper's).
+        Elements per flit (4: 32-bit elements in the MultiTree paper's 128-bit flits).
     routed : bool
         Lower for NIs attached to routers (any route; see the module docstring).
+    max_message_flits : int, optional
+        With ``routed``: the longest message the router carries, in payload flits (the
+        hardware's limit, ``hdl.router.flit.MAX_PAYLOAD_FLITS``); default no limit.
 
     Raises
     ------
     ConfigError
         Without ``routed``: if a transfer crosses more than one link (the NI alone only talks
-        to its neighbours). With ``routed``: if a message is longer than ``MAX_ROUTED_FLITS``
+        to its neighbours). With ``routed``: if a message is longer than ``max_message_flits``
         payload flits, or the schedule's dependencies are not safe for arrivals in any order.
         Either way if ``elements_per_flit`` is not a positive integer.
     """
@@ -196,13 +197,14 @@ def lower(schedule, elements_per_flit=4, routed=False):
     chunk_base = np.concatenate(([0], np.cumsum(flits)[:-1])).astype(np.int64)
     neighbors = [tuple(topo.neighbors(v)) for v in topo.nodes]
     if routed:
-        if flits.size and int(flits.max()) > MAX_ROUTED_FLITS:
-            most = MAX_ROUTED_FLITS * elements_per_flit
+        if (max_message_flits is not None and flits.size
+                and int(flits.max()) > max_message_flits):
+            most = max_message_flits * elements_per_flit
             raise ConfigError(
                 f"{schedule.algorithm} on {topo.spec} with {schedule.num_elements:,} elements "
                 f"per node sends chunks of up to {int(sizes.max()):,} elements "
                 f"({int(flits.max()):,} flits); a routed message holds at most "
-                f"{MAX_ROUTED_FLITS:,} flits ({most:,} elements), so this schedule (chunks: "
+                f"{max_message_flits:,} flits ({most:,} elements), so this schedule (chunks: "
                 f"{schedule.num_chunks}) takes at most about {schedule.num_chunks * most:,} "
                 f"elements per node")
         _check_any_order_safe(schedule)

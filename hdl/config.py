@@ -5,12 +5,18 @@ bad value is rejected once, at construction, with a ``ValueError`` naming it.
 """
 
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from amaranth.utils import ceil_log2
 
+from golden_model.elements import element_type
+
+from .adders import hardware_adder
+
 __all__ = ["NIConfig", "FLOW_CONTROL_MODES", "HEAD_INFO_BITS", "SCHEDULE_ROW_BITS",
-           "FIELD_ADDR_BITS", "MAX_PORTS", "MAX_LINK_STAGES"]
+           "FIELD_ADDR_BITS", "STEP_BITS", "MAX_PORTS", "MAX_LINK_STAGES", "full_rate_rx_depth",
+           "check_int", "SIZED_FIELDS", "schedule_needs", "check_schedule_fits",
+           "network_config_for"]
 
 #: Flow-control modes: whole sub-messages (the MultiTree paper's) or one credit per flit.
 FLOW_CONTROL_MODES = ("message", "credit")
@@ -25,11 +31,24 @@ SCHEDULE_ROW_BITS = 102
 ROUTER_HEAD_BITS = 32
 #: Width of buffer addresses and flit counts in rows, head flits and host commands.
 FIELD_ADDR_BITS = 20
+#: Width of schedule steps in rows, head flits and the NI's ``step`` status output.
+STEP_BITS = 16
 #: ``host_cmd.engine`` is 4 bits wide and there are ``2 * num_ports`` engines.
 MAX_PORTS = 8
 #: Register stages per link direction the hardware builds (``hdl.link``, ``hdl.router.network``):
 #: a longer link would only make a huge design.
 MAX_LINK_STAGES = 1024
+
+
+#: The fields a schedule sizes, with the hardware's range and what they count: the one table of
+#: these limits (``NIConfig`` checks its fields against it, ``network_config_for`` and
+#: ``check_schedule_fits`` a schedule's needs).
+SIZED_FIELDS = {
+    "num_ports": (1, MAX_PORTS, "network ports per NI"),
+    "buffer_depth": (2, 1 << FIELD_ADDR_BITS, "buffer flits"),
+    "table_depth": (2, 1 << 16, "rows per engine table"),
+    "max_chunks": (1, 256, "chunks (dependency counters) per node"),
+}
 
 
 def check_int(name, value, lo, hi=None):
@@ -48,8 +67,9 @@ class NIConfig:
     ----------
     num_ports : int
         Network ports per NI, 1..8 (the largest node degree of the topology).
-    elem_width : int
-        Bits per element; additions wrap around modulo ``2**elem_width`` (int32: 32).
+    dtype : str
+        Element type (``golden_model.elements``) the reduction unit adds; it must have a
+        hardware adder (``hdl.adders``): ``"int32"`` (wrap-around modulo 2^32).
     elems_per_flit : int
         Elements per flit; ``flit_width = elem_width * elems_per_flit`` must be at least 102 bits
         (a schedule-table row is written with one host word), 105 when ``routed``.
@@ -76,6 +96,10 @@ class NIConfig:
 
     Attributes
     ----------
+    element_type : golden_model.elements.ElementType
+        The description of ``dtype``.
+    elem_width : int
+        Bits per element (``element_type.bits``).
     flit_width : int
         ``elem_width * elems_per_flit``.
     buffer_addr_width, table_addr_width : int
@@ -95,7 +119,7 @@ class NIConfig:
     """
 
     num_ports: int = 4
-    elem_width: int = 32
+    dtype: str = "int32"
     elems_per_flit: int = 4
     buffer_depth: int = 1024
     table_depth: int = 64
@@ -107,17 +131,18 @@ class NIConfig:
     routed: bool = False
 
     def __post_init__(self):
-        check_int("num_ports", self.num_ports, 1, MAX_PORTS)
-        check_int("elem_width", self.elem_width, 1)
+        for name, (lo, hi, _) in SIZED_FIELDS.items():
+            check_int(name, getattr(self, name), lo, hi)
+        if not isinstance(self.dtype, str):
+            raise ValueError(f"dtype must be an element type name such as 'int32', not "
+                             f"{self.dtype!r}")
+        hardware_adder(element_type(self.dtype))     # raises for a type the NI cannot add
         check_int("elems_per_flit", self.elems_per_flit, 1)
         if self.flit_width < SCHEDULE_ROW_BITS:
             raise ValueError(
                 f"flit width elem_width * elems_per_flit = {self.elem_width} * "
                 f"{self.elems_per_flit} = {self.flit_width} bits is too narrow: a schedule-table "
                 f"row ({SCHEDULE_ROW_BITS} bits) must fit in one host word")
-        check_int("buffer_depth", self.buffer_depth, 2, 1 << FIELD_ADDR_BITS)
-        check_int("table_depth", self.table_depth, 2, 1 << 16)
-        check_int("max_chunks", self.max_chunks, 1, 256)
         check_int("rx_buffer_depth", self.rx_buffer_depth, 2)
         if self.flow_control not in FLOW_CONTROL_MODES:
             raise ValueError(f"flow_control must be one of {', '.join(map(repr, FLOW_CONTROL_MODES))}, "
@@ -135,6 +160,14 @@ class NIConfig:
                 f"rx_buffer_depth {self.rx_buffer_depth!r} is smaller than submessage_flits "
                 f"{self.submessage_flits!r}: in message mode a receive FIFO must hold at least one "
                 f"sub-message (else a send port has no credit)")
+
+    @property
+    def element_type(self):
+        return element_type(self.dtype)
+
+    @property
+    def elem_width(self):
+        return self.element_type.bits
 
     @property
     def flit_width(self):
@@ -161,4 +194,99 @@ class NIConfig:
 
     @property
     def full_rate_rx_depth(self):
-        return 2 * self.link_latency + 2 * self.submessage_flits
+        return full_rate_rx_depth(self.link_latency, self.submessage_flits)
+
+
+def full_rate_rx_depth(link_latency, submessage_flits):
+    """Receive-FIFO flits that let a link run at one flit per cycle in both flow-control modes:
+    ``2 * link_latency + 2 * submessage_flits`` (the credit loop's round trip plus two
+    sub-messages; ``hdl.credit``)."""
+    return 2 * link_latency + 2 * submessage_flits
+
+
+def schedule_needs(lowered):
+    """What a ``golden_model.lowering.LoweredSchedule`` needs of the NI: ``{field: value}`` for
+    the :data:`SIZED_FIELDS` (ports, buffer flits, longest engine table, chunks)."""
+    return {"num_ports": lowered.num_ports, "buffer_depth": lowered.buffer_flits,
+            "table_depth": lowered.table_depth, "max_chunks": lowered.schedule.num_chunks}
+
+
+def check_schedule_fits(config, lowered):
+    """Raise ``ValueError`` unless ``lowered`` (a ``LoweredSchedule``) runs on hardware built with
+    ``config``: the same lowering (routed or not, elements per flit) and every
+    :func:`schedule_needs` within the config (the message names what and both values).
+    ``config`` needs only those fields (the testbench passes stand-ins)."""
+    routed = getattr(config, "routed", False)
+    if lowered.routed != routed:
+        raise ValueError(f"the schedule is lowered with routed={lowered.routed}, the hardware "
+                         f"has routed={routed}")
+    if lowered.elements_per_flit != config.elems_per_flit:
+        raise ValueError(f"the schedule is lowered for {lowered.elements_per_flit} elements per "
+                         f"flit, the hardware has {config.elems_per_flit}")
+    for name, need in schedule_needs(lowered).items():
+        if need > getattr(config, name):
+            raise ValueError(f"{lowered.schedule.algorithm} on {lowered.schedule.topology.spec} "
+                             f"needs {need:,} {SIZED_FIELDS[name][2]}, the hardware has "
+                             f"{getattr(config, name):,} ({name})")
+
+
+def network_config_for(lowered, **overrides):
+    """The ``NIConfig`` of hardware that runs every schedule in ``lowered``.
+
+    Sizes the :data:`SIZED_FIELDS` to the largest need (``schedule_needs``, at least each
+    field's smallest legal value), ``routed`` and ``elems_per_flit`` as the lowering's, and
+    ``rx_buffer_depth`` to :func:`full_rate_rx_depth`; every other field keeps its default.
+    ``overrides`` replace any field (a sized one may only grow).
+
+    Parameters
+    ----------
+    lowered : LoweredSchedule or sequence of LoweredSchedule
+        Lowered alike (routed or not, elements per flit).
+    **overrides
+        ``NIConfig`` fields.
+
+    Returns
+    -------
+    NIConfig
+
+    Raises
+    ------
+    ValueError
+        If an override names no ``NIConfig`` field or is invalid, the lowerings differ, a need
+        exceeds the hardware's range (the message names the schedule, what it needs and the
+        limit), or an override is smaller than a need.
+    """
+    lowered = [lowered] if not isinstance(lowered, (list, tuple)) else list(lowered)
+    if not lowered:
+        raise ValueError("network_config_for needs at least one lowered schedule")
+    names = {f.name for f in fields(NIConfig)}
+    for key in overrides:
+        if key not in names:
+            raise ValueError(f"unknown NIConfig field {key!r}: expected one of "
+                             f"{', '.join(sorted(names))}")
+    first = lowered[0]
+    for lw in lowered[1:]:
+        if (lw.routed, lw.elements_per_flit) != (first.routed, first.elements_per_flit):
+            raise ValueError("the schedules of one hardware must be lowered alike (routed, "
+                             "elements per flit)")
+    need = {}
+    for lw in lowered:
+        for name, value in schedule_needs(lw).items():
+            lo, hi, what = SIZED_FIELDS[name]
+            if value > hi:
+                s = lw.schedule
+                raise ValueError(f"{s.algorithm} on {s.topology.spec} with {s.num_elements:,} "
+                                 f"elements per node needs {value:,} {what}; the NI has at most "
+                                 f"{hi:,}")
+            need[name] = max(need.get(name, lo), value)
+    defaults = NIConfig()
+    latency = overrides.get("link_latency", defaults.link_latency)
+    sub = overrides.get("submessage_flits", defaults.submessage_flits)
+    chosen = dict(need, routed=first.routed, elems_per_flit=first.elements_per_flit)
+    if isinstance(latency, int) and isinstance(sub, int):
+        chosen["rx_buffer_depth"] = full_rate_rx_depth(latency, sub)
+    chosen.update(overrides)
+    config = NIConfig(**chosen)
+    for lw in lowered:
+        check_schedule_fits(config, lw)
+    return config

@@ -8,6 +8,8 @@ a ``HeadInfo`` in its low bits, which the receiver checks against its schedule-t
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import Out
 
+from .config import STEP_BITS
+
 __all__ = ["FlitKind", "Op", "Flit", "FlitStream", "HeadInfo", "head_info_fields"]
 
 
@@ -33,7 +35,7 @@ class HeadInfo(data.Struct):
     -------
     flow : unsigned(8)
         Tree id (0 for non-tree algorithms).
-    step : unsigned(16)
+    step : unsigned(STEP_BITS)
         Schedule step of the transfer.
     chunk : unsigned(8)
     op : Op
@@ -43,7 +45,7 @@ class HeadInfo(data.Struct):
         Buffer flit address of the chunk (where a routed receiver writes the payload).
     """
     flow: 8
-    step: 16
+    step: STEP_BITS
     chunk: 8
     op: Op
     flits: 20

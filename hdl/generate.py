@@ -1,19 +1,17 @@
 """Verilog generation of the network top and the configuration a lowered schedule needs."""
 
 import contextlib
-import dataclasses
 import pathlib
 
 from amaranth.back import verilog
 
-from .config import NIConfig
 from .network import Network, ni_instances
 from .ni import NetworkInterface
 from .ram import verilog_rams
 from .routed_network import RoutedNetwork
 from .router.network import shared_routers
 
-__all__ = ["to_verilog", "network_config_for", "TOP_MODULE", "NI_MODULE"]
+__all__ = ["to_verilog", "build_network", "TOP_MODULE", "NI_MODULE"]
 
 #: Name of the top module in the generated Verilog.
 TOP_MODULE = "network"
@@ -65,59 +63,13 @@ def to_verilog(network, path=None):
     return text
 
 
-def network_config_for(lowered, **overrides):
-    """An ``NIConfig`` that fits ``lowered``.
-
-    Chooses ``routed`` = the lowering's, ``num_ports`` = the schedule's ports, ``elems_per_flit`` = its elements per flit,
-    ``buffer_depth`` = ``buffer_flits``, ``table_depth`` = the longest engine program,
-    ``max_chunks`` = the number of chunks (each at least the smallest legal value), and
-    ``rx_buffer_depth`` = ``2 * link_latency + 2 * submessage_flits`` (full rate, see
-    ``hdl.credit``); every other field keeps its default. ``overrides`` replace any field.
-
-    Parameters
-    ----------
-    lowered : golden_model.lowering.LoweredSchedule
-    **overrides
-        ``NIConfig`` fields.
-
-    Returns
-    -------
-    NIConfig
+def build_network(topology, config):
+    """The network top for ``config``: NIs on routers (``RoutedNetwork``) when ``config.routed``,
+    else NIs joined by links (``Network``).
 
     Raises
     ------
     ValueError
-        If an override names no ``NIConfig`` field, is invalid, or is too small for the schedule.
+        If the topology does not fit the configuration.
     """
-    names = {f.name for f in dataclasses.fields(NIConfig)}
-    for key in overrides:
-        if key not in names:
-            raise ValueError(f"unknown NIConfig field {key!r}: expected one of {', '.join(sorted(names))}")
-    defaults = NIConfig()
-    schedule = lowered.schedule
-    latency = overrides.get("link_latency", defaults.link_latency)
-    sub = overrides.get("submessage_flits", defaults.submessage_flits)
-    need = {
-        "num_ports": max(1, lowered.num_ports),
-        "elems_per_flit": lowered.elements_per_flit,
-        "buffer_depth": max(2, lowered.buffer_flits),
-        "table_depth": max(2, lowered.table_depth),
-        "max_chunks": max(1, schedule.num_chunks),
-    }
-    fields = dict(need, routed=bool(getattr(lowered, "routed", False)))
-    if isinstance(latency, int) and isinstance(sub, int):
-        fields["rx_buffer_depth"] = 2 * latency + 2 * sub
-    fields.update(overrides)
-    config = NIConfig(**fields)
-    for key in ("num_ports", "buffer_depth", "table_depth", "max_chunks"):
-        if getattr(config, key) < need[key]:
-            raise ValueError(f"{key} {getattr(config, key)!r} is too small for {schedule.algorithm} "
-                             f"on {schedule.topology.spec}: it needs at least {need[key]}")
-    if config.routed != fields["routed"]:
-        raise ValueError(f"routed={config.routed!r} differs from the schedule's lowering "
-                         f"(routed={fields['routed']!r})")
-    if config.elems_per_flit != lowered.elements_per_flit:
-        raise ValueError(f"elems_per_flit {config.elems_per_flit!r} differs from the schedule's "
-                         f"lowering ({lowered.elements_per_flit} elements per flit)")
-    return config
-
+    return (RoutedNetwork if config.routed else Network)(topology, config)

@@ -11,7 +11,7 @@ from amaranth.lib import data
 
 from golden_model.lowering import Direction
 
-from .config import FIELD_ADDR_BITS, NIConfig
+from .config import FIELD_ADDR_BITS, NIConfig, check_schedule_fits
 from .schedule_table import engine_index, pack_row
 
 __all__ = ["HostCmd", "HostRsp", "TARGET_BUFFER", "TARGET_TABLE", "host_cmd_word",
@@ -63,41 +63,22 @@ def host_cmd_word(config, *, write, target, addr, engine=0, data=0):
 
 
 def flit_word(config, elements):
-    """Pack ``elems_per_flit`` integers (int32 or any int) into a flit word, element 0 lowest."""
+    """Pack ``elems_per_flit`` elements of ``config``'s element type into a flit word (their bit
+    patterns, ``ElementType.to_bits``), element 0 lowest."""
     w = config.elem_width
-    mask = (1 << w) - 1
     word = 0
-    for k, v in enumerate(np.asarray(elements).reshape(-1).tolist()):
-        word |= (int(v) & mask) << (k * w)
+    patterns = config.element_type.to_bits(np.asarray(elements).reshape(-1))
+    for k, v in enumerate(patterns.tolist()):
+        word |= int(v) << (k * w)
     return word
 
 
-def flit_elements(config, word, dtype=np.int32):
-    """Unpack a flit word into ``elems_per_flit`` elements of ``dtype`` (two's complement)."""
+def flit_elements(config, word):
+    """Unpack a flit word into ``elems_per_flit`` elements of ``config``'s element type."""
     w = config.elem_width
     mask = (1 << w) - 1
-    vals = [(int(word) >> (k * w)) & mask for k in range(config.elems_per_flit)]
-    vals = [v - (1 << w) if v >> (w - 1) else v for v in vals]
-    return np.array(vals, dtype=dtype)
-
-
-def check_schedule_fits(config, lowered):
-    """Raise ``ValueError`` unless ``lowered`` (a ``LoweredSchedule``) fits ``config``: ports,
-    routed or not, buffer flits and table rows (the message names the field and both values).
-    ``config`` needs only those fields (the testbench passes stand-ins)."""
-    if lowered.num_ports > config.num_ports:
-        raise ValueError(f"the schedule needs {lowered.num_ports} ports, config has num_ports "
-                         f"{config.num_ports}")
-    routed = getattr(config, "routed", False)
-    if lowered.routed != routed:
-        raise ValueError(f"the schedule is lowered with routed={lowered.routed}, config has "
-                         f"routed={routed}")
-    if lowered.buffer_flits > config.buffer_depth:
-        raise ValueError(f"the schedule needs {lowered.buffer_flits} buffer flits, config has "
-                         f"buffer_depth {config.buffer_depth}")
-    if lowered.table_depth > config.table_depth:
-        raise ValueError(f"the schedule needs {lowered.table_depth} table rows, config has "
-                         f"table_depth {config.table_depth}")
+    patterns = [(int(word) >> (k * w)) & mask for k in range(config.elems_per_flit)]
+    return config.element_type.from_bits(np.array(patterns, dtype=np.uint64))
 
 
 def load_commands(config, lowered, node, flits):

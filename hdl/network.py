@@ -13,7 +13,7 @@ from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Signal, Val
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import NIConfig
+from .config import STEP_BITS, NIConfig
 from .host import HostCmd, HostRsp
 from .link import Link
 from .ni import NetworkInterface
@@ -93,7 +93,7 @@ class Network(wiring.Component):
     host_cmd : ``In(stream.Signature(HostCmd)).array(N)``
     host_rsp : ``Out(stream.Signature(HostRsp)).array(N)``
     node_done, node_error : ``Out(1).array(N)``
-    node_step : ``Out(16).array(N)``
+    node_step : ``Out(STEP_BITS).array(N)``
 
     Attributes
     ----------
@@ -130,7 +130,7 @@ class Network(wiring.Component):
             "host_rsp": Out(stream.Signature(HostRsp(fw))).array(n),
             "node_done": Out(1).array(n),
             "node_error": Out(1).array(n),
-            "node_step": Out(16).array(n),
+            "node_step": Out(STEP_BITS).array(n),
         })
 
     def _build_fabric(self, topology, config):

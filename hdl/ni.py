@@ -18,7 +18,7 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import NIConfig
+from .config import STEP_BITS, NIConfig
 from .flit import FlitStream
 from .host import HostCmd, HostRsp, TARGET_BUFFER, TARGET_TABLE
 from .ops import eq_const, select_word
@@ -54,7 +54,7 @@ class NetworkInterface(wiring.Component):
     done : ``Out(1)``
     error : ``Out(1)``
         Sticky until the next start.
-    step : ``Out(16)``
+    step : ``Out(STEP_BITS)``
         Smallest step among the unfinished engines' current rows (registered; 0xFFFF when none).
     cycles : ``Out(32)``
     """
@@ -75,7 +75,7 @@ class NetworkInterface(wiring.Component):
             "start": In(1),
             "done": Out(1),
             "error": Out(1),
-            "step": Out(16),
+            "step": Out(STEP_BITS),
             "cycles": Out(32),
         })
 
@@ -150,21 +150,21 @@ class NetworkInterface(wiring.Component):
         # Smallest step among unfinished engines.
         steps = []
         for e, eng in enumerate(engines):
-            leaf = Signal(16, name=f"step_leaf{e}")
-            m.d.comb += leaf.eq(Mux(eng.done, 0xFFFF, eng.step))
+            leaf = Signal(STEP_BITS, name=f"step_leaf{e}")
+            m.d.comb += leaf.eq(Mux(eng.done, (1 << STEP_BITS) - 1, eng.step))
             steps.append(leaf)
         level = 0
         while len(steps) > 1:
             nxt = []
             for k, (a, b) in enumerate(zip(steps[0::2], steps[1::2])):
-                lo = Signal(16, name=f"step_min{level}_{k}")
+                lo = Signal(STEP_BITS, name=f"step_min{level}_{k}")
                 m.d.comb += lo.eq(Mux(a < b, a, b))
                 nxt.append(lo)
             if len(steps) % 2:
                 nxt.append(steps[-1])
             steps = nxt
             level += 1
-        step = Signal(16, init=0xFFFF)
+        step = Signal(STEP_BITS, init=(1 << STEP_BITS) - 1)
         m.d.sync += step.eq(steps[0])
         m.d.comb += [self.done.eq(done | (running & all_done)), self.error.eq(error),
                      self.cycles.eq(cycles), self.step.eq(step)]

@@ -4,7 +4,8 @@ Pipeline of a lane, one flit per cycle, never stalls:
 
 * cycle t ("read"): the request is on ``lanes[i]``; its address goes to ``mem_read[i]``;
 * cycle t+1 ("modify and write"): the old flit comes back, ``old + payload`` (REDUCE, element-wise
-  modulo ``2**elem_width``) or ``payload`` (COPY) is written through ``mem_write[i]``, and the
+  with the element type's hardware adder, ``hdl.adders``: int32 wraps modulo 2^32) or ``payload``
+  (COPY) is written through ``mem_write[i]``, and the
   request's tag is presented on ``retire[i]`` (the write is visible to every read from t+2 on, and
   to the lanes' reads in t+1 through transparency).
 
@@ -16,12 +17,21 @@ the same old value; they are combined: only the lowest such lane writes,
 ``base + sum of the group's REDUCE payloads`` where ``base`` is the old flit, or the payload of the
 group's lowest COPY lane when there is one. So concurrent REDUCEs into one chunk from several
 ports never lose an update.
+
+Summation order of a combined group: ``((base + p_i) + p_j) + ...`` over the group's REDUCE lanes
+in lane (port) order, whatever order the schedule gives those contributions. For int32, whose
+add is associative and commutative modulo 2^32, that is the schedule's result bit for bit. For a
+non-associative add (floating point) it is not: lane order is arrival order under back-pressure,
+not the schedule's order, so such a type needs a per-flit ordering rule instead of combining
+(``ElementType.associative``; docs/hardware.md, "Reduction unit"). ``ReductionUnit`` therefore
+refuses an element type whose add is not associative.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .adders import hardware_adder
 from .config import NIConfig
 from .flit import Op
 
@@ -71,6 +81,14 @@ class ReductionUnit(wiring.Component):
     def __init__(self, config, tag_shape=unsigned(1)):
         if not isinstance(config, NIConfig):
             raise ValueError(f"config must be an NIConfig, not {config!r}")
+        if not config.element_type.associative:
+            raise ValueError(f"the reduction unit combines same-address lanes in port order, "
+                             f"which is exact only for an associative add, not "
+                             f"{config.dtype} (see the module docstring)")
+        self._adder = hardware_adder(config.element_type)
+        if self._adder.latency:
+            raise ValueError(f"the reduction unit's write stage needs a combinational adder, "
+                             f"not one of {self._adder.latency} cycles ({config.dtype})")
         self._config = config
         self._request = LaneRequest(config, tag_shape)
         p, aw, fw = config.num_ports, config.buffer_addr_width, config.flit_width
@@ -122,7 +140,7 @@ class ReductionUnit(wiring.Component):
             for k in range(e):
                 total = base[k]
                 for j in range(i, p):
-                    total = (total + Mux(add[j], req[j].data[k], 0))[:cfg.elem_width]
+                    total = self._adder.add(total, Mux(add[j], req[j].data[k], 0))
                 m.d.comb += new[k].eq(total)
             m.d.comb += [
                 self.mem_write[i].en.eq(writer),

@@ -11,6 +11,7 @@ from amaranth.lib import data
 
 from golden_model.lowering import Direction
 
+from .config import STEP_BITS
 from .flit import Op
 
 __all__ = ["ScheduleRow", "pack_row", "unpack_row", "engine_index"]
@@ -23,7 +24,7 @@ class ScheduleRow(data.Struct):
     -------
     valid : unsigned(1)
         0 ends the table.
-    step : unsigned(16)
+    step : unsigned(STEP_BITS)
     op : Op
     flow : unsigned(8)
     chunk : unsigned(8)
@@ -37,7 +38,7 @@ class ScheduleRow(data.Struct):
         Routed SEND rows: destination and source router terminals (the router's head); else 0.
     """
     valid: 1
-    step: 16
+    step: STEP_BITS
     op: Op
     flow: 8
     chunk: 8

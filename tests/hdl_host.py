@@ -12,7 +12,7 @@ from amaranth.sim import Simulator
 
 from golden_model import executor
 from golden_model.lowering import lower
-from hdl.generate import network_config_for
+from hdl.config import network_config_for
 from hdl.host import flit_elements, load_commands, read_commands
 from hdl.network import Network
 from hdl.routed_network import RoutedNetwork

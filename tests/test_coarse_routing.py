@@ -62,6 +62,20 @@ def test_partition_rules(elements, workers, local, remote):
         assert [s.direction for s in shards] == [(-1) ** k for k in range(n)]
 
 
+def test_shards_per_tensor_are_capped_on_very_slow_paths():
+    """At 1 MB/s a shard saturates the path at one line, so VGG-16's fc6 (102,764,544 weights)
+    would be 6.4 million shards; the cap keeps them at MAX_SHARDS, each still no smaller than
+    the saturating size."""
+    from golden_model.coarse.partition import MAX_SHARDS
+    cfg = CoarseConfig(local_GBps=0.001, remote_GBps=0.001)
+    elements = 102_764_544
+    assert elements * 4 // shard_bytes(cfg) > 1000 * MAX_SHARDS
+    shards = partition(elements, cfg)
+    assert len(shards) == MAX_SHARDS
+    assert min(s.elements for s in shards) * 4 >= shard_bytes(cfg)
+    assert shards[-1].stop == elements
+
+
 def test_each_device_gets_one_groups_copies_of_every_shard():
     cfg = CoarseConfig(workers=8, devices=4)
     plans = [partition(3_000_000, cfg, w) for w in range(8)]

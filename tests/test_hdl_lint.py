@@ -10,7 +10,8 @@ from golden_model.algorithms import build_schedule
 from golden_model.lowering import lower
 from golden_model.topology import parse_topology
 from hdl.config import NIConfig
-from hdl.generate import NI_MODULE, TOP_MODULE, network_config_for, to_verilog
+from hdl.config import network_config_for
+from hdl.generate import NI_MODULE, TOP_MODULE, to_verilog
 from hdl.network import Network
 from hdl.ni import NetworkInterface
 from hdl.ram import RAM
@@ -76,8 +77,14 @@ def test_network_config_for_fits_the_schedule():
     assert config.buffer_depth >= lowered.buffer_flits
     assert config.table_depth >= lowered.table_depth
     assert config.rx_buffer_depth == config.full_rate_rx_depth == 2 * 3 + 2 * 16
-    with pytest.raises(ValueError, match="buffer_depth 8 is too small"):
+    with pytest.raises(ValueError, match=r"multitree on torus:4x4 needs [0-9,]+ buffer flits, "
+                                         r"the hardware has 8 \(buffer_depth\)"):
         network_config_for(lowered, buffer_depth=8)
+    # A schedule beyond the hardware's range: ring all-reduce on 300 nodes has 300 chunks.
+    big = lower(build_schedule("ring", parse_topology("ring:300"), 300))
+    with pytest.raises(ValueError, match="ring on ring:300 with 300 elements per node needs 300 "
+                                         "chunks .* at most 256"):
+        network_config_for(big)
     with pytest.raises(ValueError, match="'bogus'"):
         network_config_for(lowered, bogus=1)
 

@@ -12,7 +12,7 @@ from golden_model.lowering import Direction, lower
 from golden_model.schedule import AllReduceSchedule, Op, Transfer
 from golden_model.timing import TimingParams, simulate
 from golden_model.topology import parse_topology
-from hdl.generate import network_config_for
+from hdl.config import network_config_for
 from hdl.host import load_commands
 from hdl.network import Network
 

@@ -40,12 +40,13 @@ def run(dut, bench, vcd=None):
 # --- configuration ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("field, value", [
-    ("num_ports", 0), ("num_ports", 9), ("num_ports", True), ("elem_width", 0),
+    ("num_ports", 0), ("num_ports", 9), ("num_ports", True), ("dtype", 32), ("dtype", "int7"),
     ("elems_per_flit", 2), ("buffer_depth", 1), ("table_depth", 1), ("buffer_depth", 1 << 21), ("table_depth", 0),
     ("max_chunks", 257), ("rx_buffer_depth", 1), ("flow_control", "wormhole"),
-    ("submessage_flits", 0), ("link_latency", -1), ("link_latency", 1.5),
+    ("submessage_flits", 0), ("link_latency", -1), ("link_latency", 1.5), ("link_latency", 1025),
 ])
 def test_config_rejects_bad_values(field, value):
+    # every message names the bad value
     with pytest.raises(ValueError, match=repr(value).replace("(", r"\(").replace(")", r"\)")):
         NIConfig(**{field: value})
 
@@ -536,3 +537,11 @@ endmodule
     got = [[int(x) for x in line.split()[1:]] for line in out.splitlines()
            if line and line[0].isdigit()]
     assert got == expected
+
+
+def test_config_refuses_an_element_type_without_a_hardware_adder():
+    """float32 is an element type of the golden model, but the NI has no float adder yet."""
+    from hdl.adders import ADDERS
+    assert "float32" not in ADDERS
+    with pytest.raises(ValueError, match="no adder for float32.*adds int32"):
+        NIConfig(dtype="float32")

@@ -7,30 +7,30 @@ all-reduces in one simulation (a small vector of 3N+1 elements, one flit per chu
 host ports, and compares every node's buffer with ``golden_model.executor`` bit for bit and the
 RTL cycle count with ``golden_model.timing`` configured like the hardware.
 
-One hardware build per (simulator, topology, flow control) serves all four algorithms (the
-schedule tables are written by the host before start): builds are cached in this process
-(``_build``) and on disk (``build/<toolchain>/<sim>/<config-hash>``, under a file lock shared
-by pytest-xdist workers). The NI configuration is deliberately tight (receive FIFOs of 8 flits,
+One hardware plan (``allreduce_rtl.plan``) and one build per (simulator, topology, flow
+control) serve all four algorithms (the schedule tables are written by the host before start):
+builds are cached in this process (``_build``) and on disk (``tb.build``, under a file lock
+shared by pytest-xdist workers). The NI configuration is deliberately tight (receive FIFOs of 8 flits,
 sub-messages of 4 flits, link latency 4) so that flow control throttles the links.
 
 torus:8x8 multitree is marked slow (``pytest -m slow``).
 """
 
 import dataclasses
+import functools
 import re
 import zlib
 
 import numpy as np
 import pytest
 
-from golden_model.algorithms import build_schedule
-from golden_model.lowering import Direction, lower
+from allreduce_rtl.plan import plan_hardware
+from golden_model.lowering import Direction
 from golden_model.topology import parse_topology
-from hdl.config import NIConfig
 from hdl.host import load_commands
 from tb import harness
 from tb.runner import HardwareBuild, RunSpec
-from tb.scoreboard import check_run, model_cycles
+from tb.scoreboard import check_run
 from tb.toolchain import lint_verilog
 
 SIMULATORS = ["icarus", "verilator"]
@@ -39,35 +39,35 @@ ALGORITHMS = ["ring", "ring2d", "multitree", "multitree-opt"]
 FLOW_CONTROL = ["message", "credit"]
 LINK_LATENCY = 4
 VALID_PCT, READY_PCT = 70, 60
+#: The NI configuration of these tests is deliberately tight, so flow control throttles links.
+TIGHT = {"rx_buffer_depth": 8, "submessage_flits": 4}
 
+
+def sizes(n, large=24):
+    """The two vectors of every run: one flit per chunk, and several sub-messages per message."""
+    return [3 * n + 1, large * n + 5]
+
+
+@functools.cache
+def test_plan(spec, flow_control, large=24, **overrides):
+    """The hardware plan of these tests on ``spec``: every algorithm, both sizes, one build."""
+    topo = parse_topology(spec, link_latency=LINK_LATENCY)
+    return plan_hardware(topo, ALGORITHMS, sizes(topo.num_nodes, large),
+                         flow_control=flow_control, link_latency=LINK_LATENCY,
+                         **{**TIGHT, **overrides})
+
+
+test_plan.__test__ = False     # a helper, not a test
 _builds = {}
 
 
-def test_config(spec, flow_control, **overrides):
-    """The NI configuration of the hardware tests on ``spec`` (every algorithm fits)."""
-    topo = parse_topology(spec, link_latency=LINK_LATENCY)
-    n = topo.num_nodes
-    ports = max(len(topo.neighbors(v)) for v in topo.nodes)
-    fields = dict(num_ports=ports, buffer_depth=max(128, 8 * n), table_depth=max(32, 2 * n),
-                  max_chunks=max(16, n), rx_buffer_depth=8, submessage_flits=4,
-                  flow_control=flow_control, link_latency=LINK_LATENCY)
-    fields.update(overrides)
-    return topo, NIConfig(**fields)
-
-
-test_config.__test__ = False     # a helper, not a test
-
-
-def _build(sim, spec, flow_control, **kwargs):
-    """The (cached) build of ``spec`` with ``flow_control`` in ``sim``."""
-    key = (sim, spec, flow_control, tuple(sorted(kwargs.items())))
+def _build(sim, plan, **kwargs):
+    """The (cached) build of ``plan`` in ``sim``."""
+    key = (sim, id(plan), tuple(sorted(kwargs.items())))
     if key not in _builds:
-        topo, cfg = test_config(spec, flow_control)
-        # -O0: the C++ of a 16-NI model compiles in 26 s instead of 43 s (Verilator's -Os), and
-        # these runs are a few thousand cycles.
-        _builds[key] = HardwareBuild(topo, cfg, sim, valid_pct=VALID_PCT, ready_pct=READY_PCT,
-                                     cxx_opt="-O0", **kwargs).build()
-    return _builds[key]
+        _builds[key] = (HardwareBuild(plan.topology, plan.config, sim, valid_pct=VALID_PCT,
+                                      ready_pct=READY_PCT, **kwargs).build(), plan)
+    return _builds[key][0]
 
 
 def _vectors(n, d, seed):
@@ -79,21 +79,17 @@ def _seed(*parts):
     return zlib.crc32("/".join(map(str, parts)).encode())
 
 
-def _runs(build, algorithm, sizes, seed):
-    topo, cfg = build.topology, build.config
-    specs, inputs = [], []
-    for k, d in enumerate(sizes):
-        sched = build_schedule(algorithm, topo, d)
-        lw = lower(sched, cfg.elems_per_flit)
-        vec = _vectors(topo.num_nodes, d, seed + k)
-        specs.append(RunSpec(f"{algorithm}-{d}", lw, vec, model_cycles(sched, cfg)))
-        inputs.append(vec)
-    return specs, inputs
+def _specs(runs, seed):
+    """RunSpecs of planned runs, with random vectors."""
+    return [RunSpec(run.name, run.lowered,
+                    _vectors(run.schedule.num_nodes, run.elements, seed + k), run.expected_cycles)
+            for k, run in enumerate(runs)]
 
 
-def _check(build, specs, inputs, results, record_property=None):
-    for spec, vec, res in zip(specs, inputs, results):
-        verdict = check_run(res, spec.lowered.schedule, vec, build.config)
+def _check(plan, build, runs, specs, results, record_property=None):
+    for run, spec, res in zip(runs, specs, results):
+        verdict = check_run(res, run.schedule, spec.vectors, plan.element_type,
+                            expected_cycles=run.expected_cycles)
         assert verdict.passed, (f"{build.sim} {build.topology.spec} "
                                 f"{build.config.flow_control}: {verdict.message}")
         # The network's counter: from the start cycle to the first cycle done reads 1.
@@ -107,27 +103,28 @@ def _check(build, specs, inputs, results, record_property=None):
             record_property(f"{res.name}_rtl_over_model", round(verdict.ratio, 3))
 
 
+def _run_planned(sim, plan, algorithm, record_property, **run_kw):
+    build = _build(sim, plan)
+    runs = [r for r in plan.runs if r.algorithm == algorithm]
+    seed = _seed(sim, plan.topology.spec, plan.config.flow_control, algorithm)
+    specs = _specs(runs, seed)
+    _check(plan, build, runs, specs, build.run(specs, seed=seed & 0x7FFFFFFF, **run_kw),
+           record_property)
+
+
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 @pytest.mark.parametrize("flow_control", FLOW_CONTROL)
 @pytest.mark.parametrize("topology", TOPOLOGIES)
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_allreduce(sim, topology, flow_control, algorithm, record_property):
-    build = _build(sim, topology, flow_control)
-    n = build.topology.num_nodes
-    seed = _seed(sim, topology, flow_control, algorithm)
-    specs, inputs = _runs(build, algorithm, [3 * n + 1, 24 * n + 5], seed)
-    results = build.run(specs, seed=seed & 0x7FFFFFFF)
-    _check(build, specs, inputs, results, record_property)
+    _run_planned(sim, test_plan(topology, flow_control), algorithm, record_property)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["multitree", "multitree-opt"])
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_allreduce_torus_8x8(sim, algorithm, record_property):
-    build = _build(sim, "torus:8x8", "message")
-    seed = _seed(sim, "torus:8x8", algorithm)
-    specs, inputs = _runs(build, algorithm, [3 * 64 + 1, 16 * 64 + 5], seed)
-    _check(build, specs, inputs, build.run(specs, seed=seed & 0x7FFFFFFF), record_property)
+    _run_planned(sim, test_plan("torus:8x8", "message", large=16), algorithm, record_property)
 
 
 @pytest.mark.parametrize("sim", SIMULATORS)
@@ -135,17 +132,14 @@ def test_full_rate_matches_the_model_exactly(sim, record_property):
     """With receive FIFOs deep enough for full rate (``network_config_for``) and credit flow
     control, no send waits for a credit: the RTL takes exactly the cycles of the timing model
     configured like the NI (docs/hardware.md, "Pipeline timing")."""
-    topo, cfg = test_config("mesh:2x3", "credit")
-    cfg = dataclasses.replace(cfg, rx_buffer_depth=cfg.full_rate_rx_depth)
-    build = HardwareBuild(topo, cfg, sim, valid_pct=VALID_PCT, ready_pct=READY_PCT,
-                          cxx_opt="-O0").build()
-    specs, inputs = [], []
-    for algorithm in ALGORITHMS:
-        s, i = _runs(build, algorithm, [6 * 40 + 3], _seed(sim, algorithm, "full"))
-        specs += s
-        inputs += i
+    topo = parse_topology("mesh:2x3", link_latency=LINK_LATENCY)
+    plan = plan_hardware(topo, ALGORITHMS, 6 * 40 + 3, flow_control="credit",
+                         link_latency=LINK_LATENCY, submessage_flits=TIGHT["submessage_flits"])
+    assert plan.config.rx_buffer_depth == plan.config.full_rate_rx_depth
+    build = _build(sim, plan)
+    specs = _specs(plan.runs, _seed(sim, "full"))
     results = build.run(specs)
-    _check(build, specs, inputs, results, record_property)
+    _check(plan, build, plan.runs, specs, results, record_property)
     for spec, res in zip(specs, results):
         assert res.cycles == spec.expected_cycles, (spec.name, res.cycles, spec.expected_cycles)
 
@@ -171,10 +165,10 @@ def _modify(lowered, node, direction, index, **changes):
 def test_missing_dependency_is_reported_as_a_stall(sim):
     """A send that waits for a receive that never comes: the TB times out and names the step
     and the node (node_step / node_done)."""
-    build = _build(sim, "ring:4", "message")
-    sched = build_schedule("ring", build.topology, 13)
-    lw, row, receiver = _modify(lower(sched), 1, Direction.SEND, 0, deps=3)
-    res, = build.run(RunSpec("stuck", lw, _vectors(4, 13, 1), model_cycles(sched, build.config)),
+    plan = test_plan("ring:4", "message")
+    build, run = _build(sim, plan), plan.plan_run("ring", 13)
+    lw, row, receiver = _modify(run.lowered, 1, Direction.SEND, 0, deps=3)
+    res, = build.run(RunSpec("stuck", lw, _vectors(4, 13, 1), run.expected_cycles),
                      timeout_factor=4)
     assert res.status == "stall", res.message
     m = re.search(r"deadlock or stall at step (\d+) on node (\d+)", res.message)
@@ -189,10 +183,10 @@ def test_missing_dependency_is_reported_as_a_stall(sim):
 def test_head_mismatch_sets_error(sim):
     """A receive row that expects another step than the head flit carries: the NI sets error and
     the TB fails the run at once, naming the node."""
-    build = _build(sim, "ring:4", "message")
-    sched = build_schedule("ring", build.topology, 13)
-    lw, _, _ = _modify(lower(sched), 2, Direction.RECV, 0, step=77)
-    res, = build.run(RunSpec("mismatch", lw, _vectors(4, 13, 2), model_cycles(sched, build.config)))
+    plan = test_plan("ring:4", "message")
+    build, run = _build(sim, plan), plan.plan_run("ring", 13)
+    lw, _, _ = _modify(run.lowered, 2, Direction.RECV, 0, step=77)
+    res, = build.run(RunSpec("mismatch", lw, _vectors(4, 13, 2), run.expected_cycles))
     assert res.status == "error", res.message
     assert "node(s) 2" in res.message
 
@@ -204,7 +198,7 @@ def test_head_mismatch_sets_error(sim):
 @pytest.mark.parametrize("flow_control", FLOW_CONTROL)
 def test_generated_verilog_passes_lint(flow_control):
     """The network's Verilog, and the whole harness around it, pass ``verilator -Wall``."""
-    build = _build("verilator", "mesh:2x3", flow_control)
+    build = _build("verilator", test_plan("mesh:2x3", flow_control))
     net = build.network_file()
     lint_verilog(net, "network")
     lint_verilog([net, build.build_dir / "host_player.v", build.build_dir / "tb_top.v"], "tb_top")
@@ -213,10 +207,9 @@ def test_generated_verilog_passes_lint(flow_control):
 def test_images_match_the_hardware_loader():
     """The players' images (vectorised, tb/harness.py) hold exactly the commands of the
     hardware's own loader (hdl.host.load_commands), so tb and hdl agree on the host port."""
-    topo, cfg = test_config("mesh:2x3", "message")
-    sched = build_schedule("multitree-opt", topo, 6 * 24 + 5)
-    lw = lower(sched)
-    vec = _vectors(6, sched.num_elements, 9)
+    plan = test_plan("mesh:2x3", "message")
+    cfg, lw = plan.config, plan.run("multitree-opt", 6 * 24 + 5).lowered
+    vec = _vectors(6, lw.schedule.num_elements, 9)
     layout = harness.HostCmdLayout.for_flit_width(cfg.flit_width)
     packed = lw.pack(vec)
     for v, image in enumerate(harness.program_images(lw, cfg, vec, layout)):
@@ -228,10 +221,12 @@ def test_images_match_the_hardware_loader():
 
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_waves(sim):
-    build = _build(sim, "ring:4", "credit", waves=True)
-    specs, inputs = _runs(build, "multitree", [13], 3)
+    plan = test_plan("ring:4", "credit")
+    build = _build(sim, plan, waves=True)
+    runs = [plan.plan_run("multitree", 13)]
+    specs = _specs(runs, 3)
     results = build.run(specs)
-    _check(build, specs, inputs, results)
+    _check(plan, build, runs, specs, results)
     wave = results[0].waves_file
     assert wave.is_file() and wave.stat().st_size > 1000
     assert wave.suffix == (".fst" if sim == "icarus" else ".vcd")

@@ -10,9 +10,9 @@ from allreduce_rtl.cli import main
 from golden_model.algorithms import build_schedule
 from golden_model.lowering import Direction, lower
 from golden_model.topology import parse_topology
-from hdl.generate import network_config_for
+from hdl.config import network_config_for
 from hdl.schedule_table import pack_row
-from tb.scoreboard import model_cycles
+from allreduce_rtl.plan import model_cycles
 from tb.toolchain import lint_verilog
 
 
@@ -185,18 +185,19 @@ def test_demo_picks_a_layer_that_fits_a_routed_message():
     """Without --elements the demo takes the largest ResNet-50 3x3 layer whose chunks fit a
     routed message: on fattree:4x2 MultiTree and ring cut the vector into 16 chunks of at most
     4095 flits of 4 elements."""
-    from golden_model.lowering import MAX_ROUTED_FLITS
-    from tb.demo import RESNET50_LAYERS, plan_demo
+    from allreduce_rtl.demo import RESNET50_LAYERS, plan_demo
+    from hdl.router.flit import MAX_PAYLOAD_FLITS
     topo = parse_topology("fattree:4x2", link_latency=150)
     plan = plan_demo(topo, None, "verilator", False,
-                     {"link_latency": 150, "flow_control": "message", "routed": True})
-    limit = 16 * MAX_ROUTED_FLITS * 4
+                     {"link_latency": 150, "flow_control": "message"})
+    limit = 16 * MAX_PAYLOAD_FLITS * 4
+    assert plan.hardware.routed
     assert plan.elements == max(w for _, w in RESNET50_LAYERS if w <= limit)
-    assert f"{MAX_ROUTED_FLITS:,} flits" in plan.note
+    assert f"{MAX_PAYLOAD_FLITS:,} flits" in plan.note
 
 
 def test_demo_report_says_when_multitree_is_slower(tmp_path, capsys):
-    from tb.demo import format_report
+    from allreduce_rtl.demo import format_report
     out = tmp_path / "demo"
     assert main(["demo", "--simulator", "icarus", "-t", "fattree:2x2", "--elements", "64",
                  "--link-latency", "2", "--json", "--out", str(out)]) == 0

@@ -19,7 +19,9 @@ from golden_model.lowering import lower
 from golden_model.topology import parse_topology
 from tb import harness
 from tb.runner import HardwareBuild, RunResult, RunSpec
-from tb.scoreboard import check_run, compare_data, hardware_timing, model_cycles
+from allreduce_rtl.plan import hardware_timing, model_cycles
+from golden_model.elements import FLOAT64, INT32
+from tb.scoreboard import check_run, compare_data
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "fixtures"))
 from standin_network import StandinConfig, standin_verilog  # noqa: E402
@@ -70,14 +72,14 @@ def test_read_dump_parses_writememh_output(tmp_path):
     for f in flits:
         lines.append("".join(f"{int(x) & 0xFFFFFFFF:08x}" for x in f[::-1]))
     (tmp_path / "rsp.hex").write_text("\n".join(lines) + "\n")
-    got = harness.read_dump(tmp_path / "rsp.hex", 5, 4)
+    got = harness.read_dump(tmp_path / "rsp.hex", 5, 4, INT32)
     assert np.array_equal(got, flits)
     (tmp_path / "bad.hex").write_text("\n".join(lines[:3] + ["x" * 32] + lines[4:]) + "\n")
     with pytest.raises(ValueError, match="undefined bits"):
-        harness.read_dump(tmp_path / "bad.hex", 5, 4)
+        harness.read_dump(tmp_path / "bad.hex", 5, 4, INT32)
     with pytest.raises(ValueError, match="4 words read back, expected 5"):
         (tmp_path / "short.hex").write_text("\n".join(lines[:5]) + "\n")
-        harness.read_dump(tmp_path / "short.hex", 5, 4)
+        harness.read_dump(tmp_path / "short.hex", 5, 4, INT32)
 
 
 def test_ports_follow_amaranth_flattening():
@@ -121,20 +123,22 @@ def test_scoreboard_names_the_first_wrong_element():
     vec = random_vectors(16, 49)
     good = execute(sched, vec)
     cfg = StandinConfig()
+    expected = model_cycles(sched, cfg)
     res = RunResult("mt", "done", cycles=100, outputs=good.copy())
-    verdict = check_run(res, sched, vec, cfg)
+    verdict = check_run(res, sched, vec, INT32, expected_cycles=expected)
     assert verdict.passed and verdict.mismatches == 0
-    assert verdict.model_cycles == model_cycles(sched, cfg)
+    assert verdict.model_cycles == expected
     assert verdict.ratio == pytest.approx(100 / verdict.model_cycles)
     bad = good.copy()
     bad.view(np.uint32)[7, 20] ^= np.uint32(1 << 31)     # one bit of one element
     res = RunResult("mt", "done", cycles=100, outputs=bad)
-    verdict = check_run(res, sched, vec, cfg)
+    verdict = check_run(res, sched, vec, INT32, expected_cycles=expected)
     assert not verdict.passed and verdict.mismatches == 1
     assert "node 7 element 20" in verdict.message
-    assert compare_data(sched, vec, good)[0] == 0
+    assert compare_data(sched, vec, good, INT32)[0] == 0
     stalled = RunResult("mt", "stall", message="deadlock or stall at step 3 on node 5")
-    assert "step 3 on node 5" in check_run(stalled, sched, vec, cfg).message
+    assert "step 3 on node 5" in check_run(stalled, sched, vec, INT32,
+                                           expected_cycles=expected).message
 
 
 def test_timing_is_configured_like_the_hardware():
@@ -148,6 +152,27 @@ def test_timing_is_configured_like_the_hardware():
     sched = build_schedule("ring", topo, 4 * 64)
     # 6 steps of 16 payload + 1 head flit and 7 cycles of latency each, without contention.
     assert model_cycles(sched, cfg) >= 6 * (16 + 7)
+
+
+def test_images_and_dumps_carry_any_element_width(tmp_path):
+    """The harness packs elements by their type's width: float64 bit patterns (two 32-bit
+    limbs each) go into the image's data field and come back from a dump unchanged."""
+    rng = np.random.default_rng(4)
+    values = rng.standard_normal((3, 2)) * 1e300        # 2 float64 per 128-bit flit
+    values[1, 0] = -0.0
+    values[2, 1] = np.inf
+    patterns = harness.pack_flits(values, FLOAT64)
+    image = harness.NodeImage(control=[], flits=patterns, num_read=3)
+    layout = harness.HostCmdLayout(data=(26, 128))
+    harness.write_image(tmp_path / "cmd.hex", image, layout, 8)
+    words = [int(line, 16) for line in (tmp_path / "cmd.hex").read_text().split()]
+    for f in range(3):
+        data = words[1 + f] >> 26
+        assert [(data >> (64 * e)) & (2**64 - 1) for e in range(2)] == patterns[f].tolist()
+    (tmp_path / "rsp.hex").write_text("".join(f"{words[1 + f] >> 26:032x}\n" for f in range(3)))
+    back = harness.read_dump(tmp_path / "rsp.hex", 3, 2, FLOAT64)
+    assert back.dtype == np.float64
+    assert np.array_equal(back.view(np.uint64), values.view(np.uint64))
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,19 +9,20 @@ the switched networks). One build per (simulator,
 topology) serves every algorithm; the host players apply random back-pressure and the NI's
 receive FIFOs are tight (8 flits, sub-messages of 4), as in ``test_hw_allreduce``. Cycle counts
 are compared with ``golden_model.timing`` configured like the routed hardware
-(``tb.scoreboard.model_cycles``: 4 cycles per router, first-come links).
+(the hardware plan's expected cycles, ``allreduce_rtl.plan``: 4 cycles per router,
+first-come links).
 """
+
+import functools
 
 import pytest
 
-from golden_model.algorithms import build_schedule
-from golden_model.lowering import lower
+from allreduce_rtl.plan import plan_hardware
 from golden_model.topology import parse_topology
-from hdl.config import NIConfig
 from tb.runner import HardwareBuild, RunSpec
-from tb.scoreboard import check_run, model_cycles
+from tb.scoreboard import check_run
 
-from test_hw_allreduce import LINK_LATENCY, READY_PCT, VALID_PCT, _seed, _vectors
+from test_hw_allreduce import LINK_LATENCY, READY_PCT, TIGHT, VALID_PCT, _seed, _vectors, sizes
 
 SIMULATORS = ["icarus", "verilator"]
 #: What needs the router (default suite) ...
@@ -39,26 +40,23 @@ MORE_CASES = {
 _builds = {}
 
 
-def routed_config(spec, **overrides):
-    """The routed NI configuration of these tests on ``spec``."""
+@functools.cache
+def routed_plan(spec):
+    """The routed hardware plan of these tests on ``spec``: every algorithm of both lists, both
+    sizes, NIs on routers."""
     topo = parse_topology(spec, link_latency=LINK_LATENCY)
-    n = topo.num_nodes
-    ports = max(len(topo.neighbors(v)) for v in topo.nodes) if topo.is_direct else 1
-    fields = dict(num_ports=ports, buffer_depth=max(128, 8 * n), table_depth=max(32, 2 * n),
-                  max_chunks=max(16, n), rx_buffer_depth=8, submessage_flits=4,
-                  flow_control="message", link_latency=LINK_LATENCY, routed=True)
-    fields.update(overrides)
-    return topo, NIConfig(**fields)
+    return plan_hardware(topo, CASES[spec] + MORE_CASES[spec], sizes(topo.num_nodes),
+                         flow_control="message", link_latency=LINK_LATENCY, router=True, **TIGHT)
 
 
-routed_config.__test__ = False
+routed_plan.__test__ = False
 
 
 def _build(sim, spec):
     if (sim, spec) not in _builds:
-        topo, cfg = routed_config(spec)
-        _builds[(sim, spec)] = HardwareBuild(topo, cfg, sim, valid_pct=VALID_PCT,
-                                             ready_pct=READY_PCT, cxx_opt="-O0").build()
+        plan = routed_plan(spec)
+        _builds[(sim, spec)] = HardwareBuild(plan.topology, plan.config, sim,
+                                             valid_pct=VALID_PCT, ready_pct=READY_PCT).build()
     return _builds[(sim, spec)]
 
 
@@ -76,21 +74,17 @@ def test_routed_allreduce_other_algorithms(sim, spec, record_property):
 
 
 def _run_and_check(sim, spec, algorithms, record_property):
+    plan = routed_plan(spec)
     build = _build(sim, spec)
-    topo, cfg = build.topology, build.config
-    n = topo.num_nodes
-    specs, inputs = [], []
-    for algorithm in algorithms:
-        for k, d in enumerate([3 * n + 1, 24 * n + 5]):
-            sched = build_schedule(algorithm, topo, d)
-            vec = _vectors(n, d, _seed(sim, spec, algorithm, k))
-            specs.append(RunSpec(f"{algorithm}-{d}", lower(sched, cfg.elems_per_flit, routed=True),
-                                 vec, model_cycles(sched, cfg)))
-            inputs.append(vec)
+    runs = [r for r in plan.runs if r.algorithm in algorithms]
+    specs = [RunSpec(r.name, r.lowered,
+                     _vectors(plan.topology.num_nodes, r.elements, _seed(sim, spec, r.name)),
+                     r.expected_cycles) for r in runs]
     results = build.run(specs, seed=_seed(sim, spec) & 0x7FFFFFFF)
     failures = []
-    for rs, vec, res in zip(specs, inputs, results):
-        verdict = check_run(res, rs.lowered.schedule, vec, cfg)
+    for run, rs, res in zip(runs, specs, results):
+        verdict = check_run(res, run.schedule, rs.vectors, plan.element_type,
+                            expected_cycles=run.expected_cycles)
         record_property(f"{res.name}_rtl_cycles", res.cycles)
         record_property(f"{res.name}_model_cycles", verdict.model_cycles)
         if not verdict.passed:

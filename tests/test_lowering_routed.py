@@ -5,7 +5,7 @@ import pytest
 
 from golden_model.algorithms import build_schedule
 from golden_model.errors import ConfigError
-from golden_model.lowering import MAX_ROUTED_FLITS, Direction, lower
+from golden_model.lowering import Direction, lower
 from golden_model.schedule import AllReduceSchedule, Op, Transfer
 from golden_model.topology import parse_topology
 
@@ -82,7 +82,9 @@ def test_unsafe_order_is_refused():
 
 
 def test_routed_message_length_limit():
-    sched = _hand_schedule([[(0, 1)]], elements=4 * (MAX_ROUTED_FLITS + 1))
-    with pytest.raises(ConfigError, match=f"{MAX_ROUTED_FLITS:,} flits"):
-        lower(sched, routed=True)
-    lower(_hand_schedule([[(0, 1)]], elements=4 * MAX_ROUTED_FLITS), routed=True)
+    limit = 4095       # the hardware's, hdl.router.flit.MAX_PAYLOAD_FLITS
+    sched = _hand_schedule([[(0, 1)]], elements=4 * (limit + 1))
+    with pytest.raises(ConfigError, match=f"{limit:,} flits"):
+        lower(sched, routed=True, max_message_flits=limit)
+    lower(sched, routed=True)          # no limit given: none checked
+    lower(_hand_schedule([[(0, 1)]], elements=4 * limit), routed=True, max_message_flits=limit)

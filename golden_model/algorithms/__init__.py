@@ -23,7 +23,7 @@ MAX_ELEMENTS = 1 << 40
 
 def build_schedule(name, topology, num_elements):
     """Build the ``AllReduceSchedule`` of algorithm ``name`` on ``topology`` for vectors of
-    ``num_elements`` elements.
+    ``num_elements`` elements. Names are case-insensitive (``"MultiTree"`` is ``multitree``).
 
     Raises
     ------
@@ -31,12 +31,13 @@ def build_schedule(name, topology, num_elements):
         If the name is unknown, the element count is not a positive integer, or the algorithm
         cannot run on the topology.
     """
-    if name not in ALGORITHMS:
+    key = str(name).strip().lower()
+    if key not in ALGORITHMS:
         raise ConfigError(f"unknown algorithm {name!r}: expected one of {', '.join(ALGORITHMS)}")
     if isinstance(num_elements, bool) or not isinstance(num_elements, int) or not (
             0 < num_elements <= MAX_ELEMENTS):
         raise ConfigError(f"element count must be a positive integer up to 2^40, not {num_elements!r}")
-    module = importlib.import_module(f".{ALGORITHMS[name]}", __name__)
+    module = importlib.import_module(f".{ALGORITHMS[key]}", __name__)
     return module.build(topology, num_elements)
 
 
@@ -45,6 +46,9 @@ def parse_algorithms(text):
     names = [a.strip().lower() for a in str(text).split(",")]
     if names == [""]:
         raise ConfigError(f"empty algorithm list: expected one or more of {', '.join(ALGORITHMS)}")
+    if "" in names:
+        raise ConfigError(f"algorithm list {text!r} has an empty name: expected names from "
+                          f"{', '.join(ALGORITHMS)} separated by commas")
     for a in names:
         if a not in ALGORITHMS:
             raise ConfigError(f"unknown algorithm {a!r}: expected one of {', '.join(ALGORITHMS)}")

@@ -206,7 +206,11 @@ def sweep_asymmetry(model, config, ratios=DEFAULT_RATIOS, options=TrainingOption
 
     rows = []
     for ratio in ratios:
-        cfg = replace(config, remote_GBps=config.local_GBps * ratio)
+        try:
+            cfg = replace(config, remote_GBps=config.local_GBps * ratio)
+        except ConfigError as exc:
+            raise ConfigError(f"asymmetry ratio {ratio:g} of the local path's "
+                              f"{config.local_GBps:g} GB/s: {exc}") from None
         res = compare_system(model, cfg, options)
         mpi, coarse, alone = res["results"]
         rows.append({"ratio": ratio, "remote_GBps": cfg.remote_GBps,

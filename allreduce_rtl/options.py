@@ -1,0 +1,117 @@
+"""Options shared by the subcommands: argument types with their ranges, the network and hardware
+option groups, and the topology of a command that takes one.
+
+Every type turns a bad value into an argparse error naming the value and the range, so
+``cli.main`` prints one line and exits with code 2. The ranges come from where the limits live
+(``golden_model.topology`` for links, ``hdl.config`` for the hardware).
+"""
+
+import argparse
+
+from golden_model.elements import ELEMENT_TYPES
+from golden_model.errors import ConfigError
+from golden_model.families import spec_forms
+from golden_model.topology import (DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY,
+                                   MAX_LINK_BANDWIDTH, MAX_LINK_LATENCY, MIN_LINK_BANDWIDTH,
+                                   parse_topology)
+from golden_model.units import parse_size
+
+__all__ = ["number_in", "positive_float", "nonnegative_int", "positive_int", "size", "text",
+           "network_options", "hardware_options", "topology", "TOPOLOGY_HELP"]
+
+TOPOLOGY_HELP = spec_forms()
+
+
+def number_in(kind, low, high, low_open=False):
+    """An argparse type: a ``kind`` (int or float) in [low, high] ((low, high] if low_open); the
+    bounds keep cycle counts within 64-bit integers."""
+    what = "a whole number" if kind is int else "a number"
+
+    def parse(value):
+        try:
+            number = kind(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not {what}") from None
+        if number != number or not (low < number if low_open else low <= number) \
+                or not number <= high:            # (number != number: NaN)
+            lo = f"above {low:g}" if low_open else f"at least {low:g}"
+            raise argparse.ArgumentTypeError(f"{value!r} must be {what} {lo} and at most {high:g}")
+        return number
+    return parse
+
+
+positive_float = number_in(float, 0, 1e6, low_open=True)
+nonnegative_int = number_in(int, 0, 10**9)
+positive_int = number_in(int, 1, 10**12)
+
+
+def size(value):
+    """An argparse type: a size in bytes (``64MiB``; ``golden_model.units.parse_size``)."""
+    try:
+        return parse_size(value)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def text(value):
+    """An argparse type: a non-empty string (an empty path or name is never meant)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return value
+
+
+def network_options(p, topology_default, topology_help="%(default)s"):
+    """The link options of the golden-model commands (defaults: the MultiTree paper's network,
+    1 GHz, 128-bit flits); ``topology(args)`` then parses ``--topology`` with them."""
+    g = p.add_argument_group("network (defaults: the MultiTree paper's, 1 GHz, 128-bit flits)")
+    g.add_argument("--topology", "-t", type=text, default=topology_default,
+                   help=f"{TOPOLOGY_HELP} (default {topology_help})")
+    g.add_argument("--link-bandwidth", type=number_in(float, MIN_LINK_BANDWIDTH,
+                                                      MAX_LINK_BANDWIDTH),
+                   default=DEFAULT_LINK_BANDWIDTH,
+                   metavar="GBPS", help="GB/s per link per direction (default %(default)s)")
+    g.add_argument("--link-latency", type=number_in(int, 0, MAX_LINK_LATENCY),
+                   default=DEFAULT_LINK_LATENCY,
+                   metavar="CYCLES", help="cycles per link (default %(default)s)")
+    g.add_argument("--flit-bytes", type=number_in(int, 1, 4096), default=16, metavar="BYTES",
+                   help="flit size in bytes; a message of B bytes is ceil(B/flit) flits, each "
+                   "taking flit*frequency/bandwidth cycles on a link (default %(default)s)")
+    g.add_argument("--frequency", type=number_in(float, 0, 100, low_open=True), default=1.0,
+                   metavar="GHZ", help="network clock in GHz (default %(default)s)")
+
+
+def hardware_options(p, topology_default="torus:4x4", dtype=True):
+    """The options of the commands that build hardware: topology, flow control, link stages,
+    element type (``dtype``: the types the NI can add) and the build cache."""
+    from hdl.adders import ADDERS  # noqa: PLC0415
+    from hdl.config import MAX_LINK_STAGES  # noqa: PLC0415
+    g = p.add_argument_group("hardware (one NI per node, 128-bit flits, one flit per cycle per "
+                             "link; NIs on routers where links between them are not enough)")
+    g.add_argument("--topology", "-t", type=text, default=topology_default,
+                   help=f"{TOPOLOGY_HELP} (default %(default)s; fattree and bigraph always "
+                   f"with routers)")
+    g.add_argument("--flow-control", choices=("message", "credit"), default="message",
+                   help="per-link flow control: the paper's message-based grants or per-flit "
+                   "credits (default %(default)s)")
+    g.add_argument("--link-latency", type=number_in(int, 0, MAX_LINK_STAGES),
+                   default=DEFAULT_LINK_LATENCY, metavar="CYCLES",
+                   help=f"register stages per link direction, 0..{MAX_LINK_STAGES} "
+                   f"(default %(default)s, the paper's)")
+    if dtype:
+        hw = [name for name in ELEMENT_TYPES if name in ADDERS]
+        g.add_argument("--dtype", choices=hw, default=hw[0],
+                       help="element type the NIs add (default %(default)s)")
+
+
+def build_dir_option(p):
+    """``--build-dir``: where simulator and synthesis builds are cached."""
+    p.add_argument("--build-dir", type=text, default=None, metavar="DIR",
+                   help="build cache (default $ALLREDUCE_BUILD_ROOT, else the per-user cache "
+                   "~/.cache/allreduce-rtl, or $XDG_CACHE_HOME/allreduce-rtl)")
+
+
+def topology(args):
+    """The ``Topology`` of ``--topology`` with the command's link options (those it has)."""
+    return parse_topology(args.topology,
+                          link_bandwidth=getattr(args, "link_bandwidth", DEFAULT_LINK_BANDWIDTH),
+                          link_latency=getattr(args, "link_latency", DEFAULT_LINK_LATENCY))

@@ -1,0 +1,285 @@
+"""The hardware plan: one step from (topology, algorithms, element counts, element type, hardware
+options) to everything the hardware commands need, decided once and read everywhere.
+
+``plan_hardware`` builds every schedule, decides whether the NIs sit on routers (``router``
+forces them; a schedule that crosses several links or a switched topology needs them), lowers
+the schedules for that network, sizes one ``NIConfig`` that runs all of them
+(``hdl.config.network_config_for``, which checks the hardware's limits), configures the timing
+model like the hardware and computes each run's expected cycles and lower bound. ``generate``,
+``demo`` and the hardware tests read the plan; nothing downstream re-derives what it decided.
+
+The timing model like the hardware (``hardware_timing``; docs/hardware.md, "Pipeline timing"):
+link latency = ``config.link_latency`` register stages, one flit per cycle per link (bandwidth
+= flit bytes per cycle at 1 GHz), flits of ``config.flit_width`` bits, one head flit per
+message, the NI's send and retire delays, links serving their transfers in schedule order (the
+send engines walk their tables in order). On the routed network links are first come, first
+served, a head spends the router's pipeline in every transit router, and the send delay adds
+the router ports and end routers (``routed_timing``). With these the model equals the RTL
+exactly when no send waits for a credit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from golden_model.algorithms import build_schedule
+from golden_model.elements import element_type
+from golden_model.errors import ConfigError
+from golden_model.lowering import lower, needs_router
+from golden_model.timing import TimingParams, lower_bound, simulate
+from golden_model.topology import parse_topology
+
+__all__ = ["FLIT_BITS", "PlannedRun", "HardwarePlan", "plan_hardware", "hardware_topology",
+           "hardware_timing", "routed_timing", "model_cycles", "NI_SEND_DELAY",
+           "NI_RETIRE_DELAY", "ROUTED_PORT_DELAY"]
+
+#: Flit width of the hardware (bits): the MultiTree paper's 128-bit flits.
+FLIT_BITS = 128
+#: The NI's pipeline (docs/hardware.md, "Pipeline timing"): a send's head reaches the link 2
+#: cycles after its inputs are ready, and a received tail counts 1 cycle after it arrives.
+NI_SEND_DELAY = 2
+NI_RETIRE_DELAY = 1
+#: The routed network (hdl.routed_network, docs/hardware.md "Routed network"): the router
+#: network's own numbers (``hdl.router.network.model_timing``: a router per transit node, the
+#: injection and ejection registers, the end routers of a mesh or torus), plus the NI's send
+#: delay, the ``RouterPort`` FIFO (1 cycle) and 1 cycle because with the NI the model's tail
+#: arrival is the cycle after the tail reaches ``rx`` (the convention of NI_RETIRE_DELAY),
+#: while ``model_timing`` ends with the tail on the router's ``eject``.
+ROUTED_PORT_DELAY = 1
+
+
+def hardware_topology(topology, config):
+    """``topology`` with every link as the hardware builds it: ``config.link_latency`` cycles
+    and one flit per cycle (``flit_width / 8`` GB/s at 1 GHz)."""
+    return parse_topology(topology.spec, link_bandwidth=float(config.flit_width // 8),
+                          link_latency=int(config.link_latency))
+
+
+def routed_timing(topology) -> dict:
+    """``TimingParams`` fields of the routed network on ``topology`` (``router_delay`` and
+    ``send_delay``; links first come, first served)."""
+    from hdl.router.network import model_timing  # noqa: PLC0415
+    fields = model_timing(topology)
+    return {"router_delay": fields["router_delay"], "in_order_links": False,
+            "send_delay": NI_SEND_DELAY + ROUTED_PORT_DELAY + 1 + fields["send_delay"]}
+
+
+def hardware_timing(config, topology=None, **overrides) -> TimingParams:
+    """``TimingParams`` like the hardware of ``config`` (module docstring); ``topology`` is
+    needed for the routed network (``config.routed``).
+
+    Raises
+    ------
+    ValueError
+        If ``config.routed`` and no ``topology`` is given.
+    """
+    want = {"frequency_ghz": 1.0, "flit_bytes": config.flit_width // 8,
+            "element_bytes": config.element_type.bytes, "header_flits": 1,
+            "send_delay": NI_SEND_DELAY, "retire_delay": NI_RETIRE_DELAY,
+            "in_order_links": True}
+    if config.routed:
+        if topology is None:
+            raise ValueError("the routed network's timing depends on the topology: pass it")
+        want.update(routed_timing(topology))
+    want.update(overrides)
+    return TimingParams(**want)
+
+
+def model_cycles(schedule, config, **overrides) -> int:
+    """Cycles ``golden_model.timing.simulate`` predicts for ``schedule`` on the hardware of
+    ``config`` (``overrides`` replace ``TimingParams`` fields)."""
+    topo = hardware_topology(schedule.topology, config)
+    return simulate(dataclasses.replace(schedule, topology=topo),
+                    hardware_timing(config, topo, **overrides)).cycles
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedRun:
+    """One all-reduce on a plan's hardware.
+
+    Attributes
+    ----------
+    algorithm : str
+    elements : int
+        Elements per node.
+    schedule : golden_model.schedule.AllReduceSchedule
+    lowered : golden_model.lowering.LoweredSchedule
+        Lowered for the plan's network (routed or not, elements per flit).
+    expected_cycles : int
+        The timing model's cycles on the hardware (``model_cycles``).
+    lower_bound_cycles : float
+        The lower bound of any all-reduce of this size on the hardware's links (cycles).
+    """
+    algorithm: str
+    elements: int
+    schedule: object
+    lowered: object
+    expected_cycles: int
+    lower_bound_cycles: float
+
+    @property
+    def name(self) -> str:
+        return f"{self.algorithm}-{self.elements}"
+
+
+@dataclasses.dataclass(frozen=True)
+class HardwarePlan:
+    """What ``plan_hardware`` decided.
+
+    Attributes
+    ----------
+    topology : golden_model.topology.Topology
+        As given (its link latency is the user's; the hardware's is ``config.link_latency``).
+    element_type : golden_model.elements.ElementType
+    config : hdl.config.NIConfig
+        Runs every planned schedule.
+    hardware_topology : golden_model.topology.Topology
+        ``topology`` with the links as the hardware builds them (``hardware_topology``).
+    timing : golden_model.timing.TimingParams
+        The timing model configured like the hardware (``hardware_timing``).
+    runs : tuple of PlannedRun
+        Every (algorithm, elements), algorithms in the order given, sizes within each.
+    router_reason : str or None
+        Why the NIs sit on routers (``"--router"`` or the schedule that needs them), None when
+        they are joined by links.
+    """
+    topology: object
+    element_type: object
+    config: object
+    hardware_topology: object
+    timing: TimingParams
+    runs: tuple
+    router_reason: str | None
+
+    @property
+    def routed(self) -> bool:
+        """True when the NIs sit on routers."""
+        return self.config.routed
+
+    def run(self, algorithm, elements=None) -> PlannedRun:
+        """The planned run of ``algorithm`` (with ``elements``, or its only size).
+
+        Raises
+        ------
+        KeyError
+            If no such run was planned.
+        """
+        found = [r for r in self.runs if r.algorithm == algorithm
+                 and (elements is None or r.elements == elements)]
+        if len(found) != 1:
+            raise KeyError(f"no single planned run of {algorithm!r} with {elements!r} elements")
+        return found[0]
+
+    def plan_run(self, algorithm, elements) -> PlannedRun:
+        """Plan one more run on this hardware (as built: the config does not grow).
+
+        Raises
+        ------
+        ConfigError
+            If the algorithm cannot run on the topology, or its schedule does not fit the
+            hardware (``hdl.config.check_schedule_fits``).
+        """
+        from hdl.config import check_schedule_fits  # noqa: PLC0415
+        run = _plan_run(self.topology, algorithm, elements, self.config, self.hardware_topology,
+                        self.timing)
+        try:
+            check_schedule_fits(self.config, run.lowered)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        return run
+
+    def network(self):
+        """The network top of this plan (``hdl.generate.build_network``)."""
+        from hdl.generate import build_network  # noqa: PLC0415
+        return build_network(self.topology, self.config)
+
+
+def _lowering_args(config):
+    from hdl.router.flit import MAX_PAYLOAD_FLITS  # noqa: PLC0415
+    return {"elements_per_flit": config.elems_per_flit, "routed": config.routed,
+            "max_message_flits": MAX_PAYLOAD_FLITS if config.routed else None}
+
+
+def _plan_run(topology, algorithm, elements, config, hw_topology, timing, schedule=None,
+              lowered=None) -> PlannedRun:
+    schedule = schedule or build_schedule(algorithm, topology, elements)
+    lowered = lowered or lower(schedule, **_lowering_args(config))
+    expected = simulate(dataclasses.replace(schedule, topology=hw_topology), timing).cycles
+    lb = lower_bound(hw_topology, schedule.num_elements * config.element_type.bytes, timing)
+    return PlannedRun(algorithm, elements, schedule, lowered, expected, lb.cycles)
+
+
+def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[int] | int, *,
+                  dtype="int32", flow_control="message", link_latency=None, router=False,
+                  **config_overrides) -> HardwarePlan:
+    """Plan the hardware that runs every algorithm of ``algorithms`` with every size of
+    ``elements`` on ``topology``.
+
+    Parameters
+    ----------
+    topology : golden_model.topology.Topology
+    algorithms : str or sequence of str
+    elements : int or sequence of int
+        Elements per node.
+    dtype : str
+        Element type (``golden_model.elements``; the NI must have its adder, ``hdl.adders``).
+    flow_control : {"message", "credit"}
+    link_latency : int, optional
+        Register stages per link direction (default: the topology's link latency).
+    router : bool
+        Put the NIs on routers even if every schedule only talks to neighbours.
+    **config_overrides
+        Further ``NIConfig`` fields (e.g. tight ``rx_buffer_depth`` in tests); sized fields may
+        only grow.
+
+    Returns
+    -------
+    HardwarePlan
+
+    Raises
+    ------
+    ConfigError
+        On an unknown algorithm or element type, an algorithm that cannot run on the topology,
+        routers asked for (or needed) on a topology without a router network, a schedule the
+        hardware cannot hold (the message names the algorithm, the topology, the element count
+        and the limit), or a bad hardware option.
+    """
+    from hdl.routed_network import check_routable  # noqa: PLC0415
+    from hdl.config import network_config_for  # noqa: PLC0415
+    algorithms = [algorithms] if isinstance(algorithms, str) else list(algorithms)
+    sizes = [elements] if isinstance(elements, int) else list(elements)
+    if not algorithms or not sizes:
+        raise ConfigError("a hardware plan needs at least one algorithm and one element count")
+    etype = element_type(dtype)
+    if link_latency is None:
+        link_latency = max((topology.link_latency(link) for link in topology.links), default=0)
+    pairs = [(a, d) for a in algorithms for d in sizes]
+    schedules = [build_schedule(a, topology, d) for a, d in pairs]
+    reason = None
+    if router:
+        reason = "--router:"
+    else:
+        needing = next((s for s in schedules if needs_router(s)), None)
+        if needing is not None:
+            reason = (f"{needing.algorithm} on {topology.spec} sends over several links, so it "
+                      f"needs routers, but")
+    if reason is not None:
+        check_routable(topology, reason)
+    try:
+        # The lowering depends on the network only through these NIConfig fields, so they are
+        # settled first with a minimal config of the same kind.
+        probe = dict(dtype=etype.name, elems_per_flit=FLIT_BITS // etype.bits,
+                     routed=reason is not None)
+        from hdl.config import NIConfig  # noqa: PLC0415
+        shape = NIConfig(**probe)
+        lowered = [lower(s, **_lowering_args(shape)) for s in schedules]
+        config = network_config_for(lowered, **probe, flow_control=flow_control,
+                                    link_latency=link_latency, **config_overrides)
+    except ValueError as exc:       # NIConfig limits (ConfigError passes through unchanged)
+        raise ConfigError(str(exc)) from None
+    hw_topology = hardware_topology(topology, config)
+    timing = hardware_timing(config, hw_topology)
+    runs = tuple(_plan_run(topology, a, d, config, hw_topology, timing, schedule=s, lowered=lw)
+                 for (a, d), s, lw in zip(pairs, schedules, lowered))
+    return HardwarePlan(topology, etype, config, hw_topology, timing, runs, reason)
