@@ -127,7 +127,10 @@ def parse_size_range(text):
     parts = str(text).split(":")
     if len(parts) != 2:
         raise ConfigError(f"malformed size range {text!r}: expected FROM:TO, e.g. 32KiB:64MiB")
-    lo, hi = (parse_size(p) for p in parts)
+    try:
+        lo, hi = (parse_size(p) for p in parts)
+    except ConfigError as exc:
+        raise ConfigError(f"size range {text!r}: {exc}") from None
     if lo > hi:
         raise ConfigError(f"size range {text!r}: FROM must not exceed TO")
     sizes = []

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from tqdm import tqdm
 
 from golden_model.errors import ConfigError
+from golden_model.units import split_list
 
 
 from tb.toolchain import ToolchainError, build_root
@@ -123,10 +124,11 @@ def select_designs(text):
     """
     if text is None:
         return list(DESIGNS)
-    names = [n.strip().lower() for n in str(text).split(",") if n.strip()]
     known = {d.name: d for d in DESIGNS}
-    if not names:
-        raise ConfigError(f"--design {text!r} names no design; choose from {', '.join(known)}")
+    try:
+        names = [n.lower() for n in split_list(text, "design")]
+    except ConfigError as exc:
+        raise ConfigError(f"--design: {exc}; choose from {', '.join(known)}") from None
     for n in names:
         if n not in known:
             raise ConfigError(f"unknown design {n!r}; choose from {', '.join(known)}")

@@ -365,7 +365,10 @@ def format_report(report) -> str:
     lines.append(f"lower bound {r['lower_bound_cycles']:,.0f} cycles; model = "
                  f"golden_model.timing configured like {how}")
     t = r["targets"]
-    if t["multitree_speedup_vs_ring"]:
+    if t["worst_rtl_over_model"] is None:       # one node: nothing to send, nothing to model
+        lines.append(f"a {r['nodes']}-node network has no transfers: no speed-up or RTL/model "
+                     f"ratio to report")
+    elif t["multitree_speedup_vs_ring"]:
         met = {True: "met", False: "NOT met"}
         sp = t["multitree_speedup_vs_ring"]
         how = f"{sp:.2f}x fewer" if sp >= 1 else f"{1 / sp:.2f}x more"

@@ -37,6 +37,7 @@ def number_in(kind, low, high, low_open=False):
             lo = f"above {low:g}" if low_open else f"at least {low:g}"
             raise argparse.ArgumentTypeError(f"{value!r} must be {what} {lo} and at most {high:g}")
         return number
+    parse.range = (kind, low, high, low_open)      # for the tests that probe every option
     return parse
 
 

@@ -19,7 +19,7 @@ from golden_model.report import STANDARD_TOPOLOGIES, ReportSettings, assemble, p
     render_markdown, run_unit
 from golden_model.training import DEFAULT_BUCKET_BYTES, TrainingOptions, train
 from golden_model.topology import DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY
-from golden_model.units import format_size
+from golden_model.units import format_size, split_list
 from golden_model.workloads import MODELS, get_model
 
 from . import options
@@ -119,10 +119,7 @@ def cmd_train(args):
 
 def _list(text, what):
     """Split a comma-separated list (names are checked by ``report.plan``)."""
-    names = [n.strip() for n in str(text).split(",") if n.strip()]
-    if not names:
-        raise ConfigError(f"empty {what} list {text!r}")
-    return tuple(dict.fromkeys(names))
+    return tuple(split_list(text, what))
 
 
 def _report_settings(args):

@@ -1,4 +1,5 @@
-"""Parsing of sizes given on the command line ("64MiB", "32KiB", "4096")."""
+"""Parsing of what the command line gives: sizes ("64MiB", "32KiB", "4096") and
+comma-separated lists."""
 
 import re
 
@@ -7,6 +8,9 @@ from .errors import ConfigError
 _UNITS = {"": 1, "B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30,
           "KB": 10**3, "MB": 10**6, "GB": 10**9}
 _SIZE_RE = re.compile(r"^\s*([0-9]+)\s*([A-Za-z]*)\s*$")
+#: Largest size accepted (1 PiB): sizes become element counts (at most 2^40, the algorithms'
+#: limit) and byte arithmetic downstream; a larger one is a typo.
+MAX_SIZE = 1 << 50
 
 
 def parse_size(text):
@@ -17,7 +21,8 @@ def parse_size(text):
     Raises
     ------
     ConfigError
-        If the text is not a whole number with one of those units, or is zero.
+        If the text is not a whole number with one of those units, or is zero or above
+        ``MAX_SIZE``.
     """
     m = _SIZE_RE.match(str(text))
     if not m or m.group(2).upper() not in _UNITS:
@@ -26,6 +31,9 @@ def parse_size(text):
     value = int(m.group(1)) * _UNITS[m.group(2).upper()]
     if value <= 0:
         raise ConfigError(f"size {text!r} must be positive")
+    if value > MAX_SIZE:
+        raise ConfigError(f"size {text!r} is above the largest supported, 1PiB ({MAX_SIZE:,} "
+                          f"bytes)")
     return value
 
 
@@ -35,3 +43,21 @@ def format_size(num_bytes):
         if num_bytes % scale == 0:
             return f"{num_bytes // scale}{unit}"
     return f"{num_bytes}B"
+
+
+def split_list(text, what):
+    """The items of the comma-separated list ``text``, stripped, in order, repeats dropped.
+
+    Raises
+    ------
+    ConfigError
+        If the list or one of its items is empty (an empty item is never skipped or taken as
+        "all"); the message names ``what`` and the text.
+    """
+    items = [x.strip() for x in str(text).split(",")]
+    if items == [""]:
+        raise ConfigError(f"empty {what} list {text!r}")
+    if "" in items:
+        raise ConfigError(f"{what} list {text!r} has an empty name: expected names separated "
+                          f"by commas")
+    return list(dict.fromkeys(items))

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import pathlib
+import re
 import shutil
 import threading
 from collections.abc import Callable, Sequence
@@ -131,9 +133,12 @@ class HardwareBuild(SimBuild):
         for name, pct in (("valid_pct", valid_pct), ("ready_pct", ready_pct)):
             if not isinstance(pct, int) or not 1 <= pct <= 100:
                 raise ValueError(f"{name} must be a whole percentage 1..100, not {pct!r}")
+        verilator = sim == "verilator"
         super().__init__(sim, kind="allreduce", label=topology.spec.replace(":", "-"),
-                         top="tb_top", design_file="network.v", waves=waves, long_runs=long_runs, cxx_opt=cxx_opt,
-                         build_args=verilator_args if sim == "verilator" else (),
+                         top="tb_top", design_file="network.v", waves=waves,
+                         long_runs=long_runs, cxx_opt=cxx_opt,
+                         build_args=["--hierarchical", *verilator_args] if verilator else (),
+                         make_vars=[f"-j{min(4, os.cpu_count() or 1)}"] if verilator else (),
                          public=_PUBLIC_VLT, build_root=build_root)
         self.topology = topology
         self.config = config
@@ -162,6 +167,12 @@ class HardwareBuild(SimBuild):
     def network_file(self) -> pathlib.Path:
         """The network's Verilog (generated once, cached)."""
         return super().network_file()
+
+    def verilator_control(self, verilog: str) -> str:
+        """The public ports, and the NI and router modules as hierarchical blocks: each is
+        verilated and compiled once instead of once per instance (a network has N NIs)."""
+        shared = re.findall(r"^module ((?:network_router\d*)|network_ni)\(", verilog, flags=re.M)
+        return self.public + "".join(f'hier_block -module "{m}"\n' for m in shared)
 
     def harness_files(self, verilog: str) -> dict[str, str]:
         try:

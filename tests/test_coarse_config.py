@@ -33,15 +33,16 @@ def test_spec_round_trip_and_overrides():
     ("coarse:W=8,M=3", "must divide"),
     ("coarse:W=0", "workers"),
     ("coarse:W=8.5", "whole number"),
-    ("coarse:local=-1", "local_GBps"),
+    ("coarse:local=-1", "local bandwidth .*0.001 to 1e\\+06"),
     ("coarse:remote=fast", "not a number"),
-    ("coarse:remote=inf", "remote_GBps"),
-    ("coarse:lat_local=-2", "local_latency_us"),
+    ("coarse:remote=inf", "remote bandwidth"),
+    ("coarse:lat_local=-2", "lat_local latency .* 0 to 1000"),
     ("coarse:threshold=0", "threshold"),
     ("coarse:W=8,W=4", "twice"),
     ("coarse:X=1", "key=value"),
     ("coarse:W", "key=value"),
     ("coarse:W=2048,M=1", "limit"),
+    ("coarse:W=8,,M=4", "empty name"),
 ])
 def test_bad_specs(spec, needle):
     with pytest.raises(ConfigError, match=needle):

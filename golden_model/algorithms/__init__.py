@@ -6,6 +6,7 @@
 import importlib
 
 from ..errors import ConfigError
+from ..units import split_list
 
 # name -> module in this package; imported on first use so a broken algorithm cannot take the
 # others down.
@@ -43,13 +44,8 @@ def build_schedule(name, topology, num_elements):
 
 def parse_algorithms(text):
     """Split a comma-separated list of algorithm names; ``ConfigError`` on an unknown or empty one."""
-    names = [a.strip().lower() for a in str(text).split(",")]
-    if names == [""]:
-        raise ConfigError(f"empty algorithm list: expected one or more of {', '.join(ALGORITHMS)}")
-    if "" in names:
-        raise ConfigError(f"algorithm list {text!r} has an empty name: expected names from "
-                          f"{', '.join(ALGORITHMS)} separated by commas")
+    names = list(dict.fromkeys(a.lower() for a in split_list(text, "algorithm")))
     for a in names:
         if a not in ALGORITHMS:
             raise ConfigError(f"unknown algorithm {a!r}: expected one of {', '.join(ALGORITHMS)}")
-    return list(dict.fromkeys(names))
+    return names

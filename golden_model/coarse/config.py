@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 
 from ..errors import ConfigError
 from ..topology import MAX_LINK_BANDWIDTH, MAX_LINK_LATENCY, MIN_LINK_BANDWIDTH
-from ..units import format_size, parse_size
+from ..units import format_size, parse_size, split_list
 
 __all__ = ["CoarseConfig", "parse_system", "MAX_WORKERS", "DEFAULT_THRESHOLD_BYTES"]
 
@@ -216,7 +216,7 @@ def parse_system(spec):
         raise ConfigError(f"malformed COARSE system {spec!r}: expected "
                           f"coarse:W=8,M=4,local=9,remote=16")
     fields = {}
-    for item in filter(None, (x.strip() for x in body.split(","))):
+    for item in split_list(body, f"COARSE spec {spec!r} key=value") if body.strip() else []:
         key, eq, value = (x.strip() for x in item.partition("="))
         key = key.lower()
         if not eq or key not in _KEYS:
