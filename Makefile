@@ -116,7 +116,7 @@ test-ci-slow: $(STAMP) tools
 
 # The wheel in a fresh virtual environment outside the repository (dependencies from
 # constraints.txt), then a small hardware demo, generate and cost from another folder.
-WHEEL_DIR ?= $(abspath build/wheel-check)
+WHEEL_DIR ?= $(or $(TMPDIR),/tmp)/allreduce-rtl-wheel-check
 wheel-check: $(STAMP) iverilog
 	rm -rf "$(WHEEL_DIR)" && mkdir -p "$(WHEEL_DIR)/run"
 	"$(PY)" -m pip wheel $(PIP_FLAGS) --no-deps -w "$(WHEEL_DIR)/dist" .
