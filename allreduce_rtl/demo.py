@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import math
 import shutil
 import sys
 import time
@@ -45,6 +44,12 @@ RESNET50_LAYERS = (
 )
 #: Fixed-point scale: int32 value = round(gradient * 2^16).
 FIXED_POINT_SCALE = 1 << 16
+
+
+def fixed_point_scale(element_type):
+    """The fixed-point scale of an integer element type: 2^(bits/2), :data:`FIXED_POINT_SCALE`
+    for int32 (half the bits for the fraction, the rest for the sum of the nodes' values)."""
+    return 1 << (element_type.bits // 2)
 #: Standard deviation of the synthetic gradients (typical of convolution weight gradients).
 GRADIENT_STD = 1e-3
 #: The demo stays under this many seconds of simulation, choosing a smaller layer if needed.
@@ -157,20 +162,22 @@ def gradients(num_nodes, elements, seed=0):
     return common[None, :] + noise * np.float32(GRADIENT_STD)
 
 
-def to_fixed_point(grads, num_nodes, scale=FIXED_POINT_SCALE):
-    """int32 fixed point ``round(g * scale)``, clipped so the sum of ``num_nodes`` values cannot
-    overflow."""
-    limit = (2**31 - 1) // max(1, num_nodes)
+def to_fixed_point(grads, num_nodes, dtype=np.int32, scale=FIXED_POINT_SCALE):
+    """Fixed point ``round(g * scale)`` in the integer ``dtype``, clipped so the sum of
+    ``num_nodes`` values cannot overflow."""
+    limit = np.iinfo(dtype).max // max(1, num_nodes)
     q = np.rint(np.asarray(grads, dtype=np.float64) * scale)
-    return np.clip(q, -limit, limit).astype(np.int32)
+    return np.clip(q, -limit, limit).astype(dtype)
 
 
 def demo_vectors(grads, element_type, num_nodes):
-    """The gradients as the hardware adds them: int32 fixed point (``to_fixed_point``) for an
-    integer type, the float type itself otherwise. Returns ``(vectors, description)``."""
+    """The gradients as the hardware adds them: fixed point (``to_fixed_point``, scale 2^16 for
+    int32, 2^(bits/2) in general) for an integer type, the float type itself otherwise.
+    Returns ``(vectors, description)``."""
     if element_type.dtype.kind == "i":
-        return (to_fixed_point(grads, num_nodes),
-                f"{element_type.name} = round(gradient * 2^{int(math.log2(FIXED_POINT_SCALE))})")
+        scale = fixed_point_scale(element_type)
+        return (to_fixed_point(grads, num_nodes, element_type.dtype, scale),
+                f"{element_type.name} = round(gradient * 2^{scale.bit_length() - 1})")
     return grads.astype(element_type.dtype), f"{element_type.name}, no quantisation"
 
 
@@ -281,7 +288,7 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_la
         exact = grads.astype(np.float64).sum(axis=0)
         got = mt.outputs[0].astype(np.float64)
         if etype.dtype.kind == "i":
-            got = got / FIXED_POINT_SCALE
+            got = got / fixed_point_scale(etype)
         err = np.abs(got - exact)
         quant = {"max_abs_error": float(err.max()),
                  "rms_error": float(np.sqrt(np.mean(err**2))),
@@ -314,7 +321,8 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_la
         "data": {"gradients": f"float32, normal, std {GRADIENT_STD:g} (shared + per-node), "
                               f"seed {seed}",
                  "fixed_point": data_note,
-                 "fixed_point_scale": FIXED_POINT_SCALE if etype.dtype.kind == "i" else None,
+                 "fixed_point_scale": (fixed_point_scale(etype) if etype.dtype.kind == "i"
+                                       else None),
                  **quant},
         "config": dataclasses.asdict(config),
         "timing_params": dataclasses.asdict(hw.timing),

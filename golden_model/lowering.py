@@ -190,8 +190,8 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None):
                 raise ConfigError(
                     f"{schedule.algorithm} on {topo.spec} sends {t.src}->{t.dst} over "
                     f"{len(t.route)} links (step {step}); the network interface alone only sends "
-                    f"to neighbours: lower it for the router (routed=True, --router), or use "
-                    f"ring, ring2d, multitree or multitree-opt on ring, mesh or torus")
+                    f"to neighbours: lower it for the router (routed=True, --router), or use an "
+                    f"algorithm whose transfers all go to neighbours")
     sizes = np.diff(schedule.bounds)
     flits = -(-sizes // elements_per_flit)
     chunk_base = np.concatenate(([0], np.cumsum(flits)[:-1])).astype(np.int64)

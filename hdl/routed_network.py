@@ -35,8 +35,8 @@ def check_routable(topology, why="routers"):
     from golden_model.errors import ConfigError
     if getattr(topology, "router_kind", None) not in ROUTER_KINDS:
         raise ConfigError(f"{why} {getattr(topology, 'spec', topology)} has no router network "
-                          f"(routers exist for {routed_families()}); on a ring use "
-                          f"ring, ring2d, multitree or multitree-opt, or a torus:1xN")
+                          f"(routers exist for {routed_families()}); on a ring use an algorithm "
+                          f"whose transfers all go to neighbours, or a torus:1xN")
 
 
 def router_vc_buf_depth(link_latency, credit_delay=1):
