@@ -103,6 +103,9 @@ def cmd_schedule(args):
         elements = args.elements
     else:
         elements = elements_for(args.size if args.size is not None else 1024, TimingParams())
+    if args.format is not None and args.out is None:
+        raise ConfigError(f"--format {args.format} says how to write --out FILE, and no --out "
+                          f"was given")
     exporter = exporter_for(args.format, args.out) if args.out is not None else None
     if args.out is not None:
         check_writable_file(args.out)

@@ -20,6 +20,8 @@ __all__ = ["number_in", "positive_float", "nonnegative_int", "positive_int", "si
            "network_options", "hardware_options", "topology", "TOPOLOGY_HELP"]
 
 TOPOLOGY_HELP = spec_forms()
+#: The element type of the hardware commands unless ``--dtype`` says otherwise.
+DEFAULT_DTYPE = "int32"
 
 
 def number_in(kind, low, high, low_open=False):
@@ -100,7 +102,7 @@ def hardware_options(p, topology_default="torus:4x4", dtype=True):
                    f"(default %(default)s, the paper's)")
     if dtype:
         hw = [name for name in ELEMENT_TYPES if name in ADDERS]
-        g.add_argument("--dtype", choices=hw, default=hw[0],
+        g.add_argument("--dtype", choices=hw, default=DEFAULT_DTYPE,
                        help="element type the NIs add (default %(default)s)")
 
 

@@ -35,9 +35,11 @@ class Family(abc.ABC):
     direct : bool
         True when the endpoints are the routers (ring, mesh, torus: no switches).
     router : {"grid", "table", None}
-        The router network that can carry it (``hdl.router``): ``"grid"`` (one router per node,
-        dimension order with dateline classes on wrap links), ``"table"`` (one router per switch,
-        routing tables read off :meth:`route`), ``None`` (no router network).
+        The router network that can carry it (``hdl.router``): ``"grid"`` (a mesh-like grid of
+        rows and columns: one router per node, dimension order with dateline classes on wrap
+        links), ``"table"`` (a switched network where every endpoint has exactly one link, to a
+        switch: one router per switch, routing tables read off :meth:`route`, which must be
+        destination-based), ``None`` (no router network).
     """
 
     name: str
