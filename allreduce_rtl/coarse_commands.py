@@ -64,13 +64,14 @@ def register(sub):
     g.add_argument("--threshold", type=size_type, default=None, metavar="SIZE",
                    help="tensors below it go to the latency proxy (default 2MB)")
     t = p.add_argument_group("training (defaults: the MultiTree authors' and PyTorch DDP's)")
-    t.add_argument("--mini-batch", "-b", type=positive_int, default=None, metavar="N",
+    t.add_argument("--mini-batch", "-b", type=options.mini_batch, default=None, metavar="N",
                    help="samples per worker per iteration (default: the model's, 256)")
     t.add_argument("--bucket-size", type=size_type, default=DEFAULT_BUCKET_BYTES, metavar="SIZE",
                    help="ring all-reduce bucket cap (default 25MiB)")
     t.add_argument("--no-overlap", action="store_true",
                    help="communicate after the whole backward pass")
     p.add_argument("--sweep-asymmetry", nargs="?", const="default", default=None,
+                   type=options.text,
                    metavar="RATIOS", help="also sweep the remote/local bandwidth ratio "
                    "(comma-separated, fractions allowed; default 1/16,1/8,1/4,1/2,1,16/9,2,4)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -100,7 +101,8 @@ def parse_ratios(text):
     for item in (x.strip() for x in str(text).split(",")):
         try:
             value = Fraction(item)
-        except (ValueError, ZeroDivisionError):
+            float(value)
+        except (ValueError, ZeroDivisionError, OverflowError):
             value = None
         if value is None or value <= 0:
             raise ConfigError(f"asymmetry ratio {item!r} in {text!r} is not a positive number "

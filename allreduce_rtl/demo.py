@@ -14,7 +14,6 @@ with each other (speed-up over ring) and with the lower bound.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import shutil
@@ -29,7 +28,7 @@ from tb.scoreboard import check_run
 from tb.toolchain import ToolchainError
 
 from .errors import EnvironmentFailure
-from .output import Spinner, atomic_write, ensure_folder
+from .output import Spinner, atomic_write_many, check_writable_file, ensure_folder
 from .plan import plan_hardware
 
 __all__ = ["RESNET50_LAYERS", "FIXED_POINT_SCALE", "DemoPlan", "plan_demo", "gradients",
@@ -212,6 +211,9 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_la
     hw, d = plan.hardware, plan.elements
     config, etype = hw.config, hw.element_type
     out = ensure_folder(out or f"out/demo-{topology.spec.replace(':', '-')}")
+    outputs = ("network.v", "tb_top.v", "host_player.v", "report.json")
+    for name in outputs:                    # refuse a bad target before the work
+        check_writable_file(out / name)
     if progress and plan.note:
         print(f"note: {plan.note}", file=sys.stderr)
 
@@ -294,12 +296,11 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_la
                  "rms_error": float(np.sqrt(np.mean(err**2))),
                  "rms_gradient_sum": float(np.sqrt(np.mean(exact**2)))}
 
-    files = {"verilog": str(out / "network.v"), "report": str(out / "report.json")}
-    shutil.copyfile(net, out / "network.v")
-    for name in ("tb_top.v", "host_player.v"):
-        with contextlib.suppress(OSError):
-            shutil.copyfile(build.build_dir / name, out / name)
-            files[name.split(".")[0]] = str(out / name)
+    files = {"verilog": str(out / "network.v"), "report": str(out / "report.json"),
+             "tb_top": str(out / "tb_top.v"), "host_player": str(out / "host_player.v")}
+    texts = {out / "network.v": net.read_text(),
+             **{out / name: (build.build_dir / name).read_text()
+                for name in ("tb_top.v", "host_player.v")}}
     if waves and results[0].waves_file is not None and results[0].waves_file.is_file():
         dest = out / results[0].waves_file.name
         shutil.move(results[0].waves_file, dest)
@@ -340,7 +341,8 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_la
         "build_dir": str(build.build_dir),
         "files": files,
     }
-    atomic_write(out / "report.json", json.dumps(report, indent=2) + "\n")
+    texts[out / "report.json"] = json.dumps(report, indent=2) + "\n"
+    atomic_write_many(texts)
     return report, 0 if ok else 1
 
 

@@ -8,12 +8,13 @@ Every type turns a bad value into an argparse error naming the value and the ran
 
 import argparse
 
+from golden_model.accelerator import MAX_MINI_BATCH
 from golden_model.elements import ELEMENT_TYPES
 from golden_model.errors import ConfigError
 from golden_model.families import spec_forms
 from golden_model.topology import (DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY,
                                    MAX_LINK_BANDWIDTH, MAX_LINK_LATENCY, MIN_LINK_BANDWIDTH,
-                                   parse_topology)
+                                   check_link_bandwidth, check_link_latency, parse_topology)
 from golden_model.units import parse_size
 
 __all__ = ["number_in", "positive_float", "nonnegative_int", "positive_int", "size", "text",
@@ -36,8 +37,10 @@ def number_in(kind, low, high, low_open=False):
             raise argparse.ArgumentTypeError(f"{value!r} is not {what}") from None
         if number != number or not (low < number if low_open else low <= number) \
                 or not number <= high:            # (number != number: NaN)
-            lo = f"above {low:g}" if low_open else f"at least {low:g}"
-            raise argparse.ArgumentTypeError(f"{value!r} must be {what} {lo} and at most {high:g}")
+            fmt = "{:,}" if kind is int else "{:g}"
+            lo = f"above {fmt.format(low)}" if low_open else f"at least {fmt.format(low)}"
+            raise argparse.ArgumentTypeError(f"{value!r} must be {what} {lo} and at most "
+                                             f"{fmt.format(high)}")
         return number
     parse.range = (kind, low, high, low_open)      # for the tests that probe every option
     return parse
@@ -46,6 +49,9 @@ def number_in(kind, low, high, low_open=False):
 positive_float = number_in(float, 0, 1e6, low_open=True)
 nonnegative_int = number_in(int, 0, 10**9)
 positive_int = number_in(int, 1, 10**12)
+mini_batch = number_in(int, 1, MAX_MINI_BATCH)
+#: Network clock: 1 MHz to 100 GHz (a slower one only makes times overflow).
+frequency = number_in(float, 0.001, 100)
 
 
 def size(value):
@@ -79,7 +85,7 @@ def network_options(p, topology_default, topology_help="%(default)s"):
     g.add_argument("--flit-bytes", type=number_in(int, 1, 4096), default=16, metavar="BYTES",
                    help="flit size in bytes; a message of B bytes is ceil(B/flit) flits, each "
                    "taking flit*frequency/bandwidth cycles on a link (default %(default)s)")
-    g.add_argument("--frequency", type=number_in(float, 0, 100, low_open=True), default=1.0,
+    g.add_argument("--frequency", type=frequency, default=1.0,
                    metavar="GHZ", help="network clock in GHz (default %(default)s)")
 
 
@@ -115,6 +121,8 @@ def build_dir_option(p):
 
 def topology(args):
     """The ``Topology`` of ``--topology`` with the command's link options (those it has)."""
-    return parse_topology(args.topology,
-                          link_bandwidth=getattr(args, "link_bandwidth", DEFAULT_LINK_BANDWIDTH),
-                          link_latency=getattr(args, "link_latency", DEFAULT_LINK_LATENCY))
+    bandwidth = getattr(args, "link_bandwidth", DEFAULT_LINK_BANDWIDTH)
+    latency = getattr(args, "link_latency", DEFAULT_LINK_LATENCY)
+    check_link_bandwidth(bandwidth, "--link-bandwidth")   # (argparse turns a value '--' into [])
+    check_link_latency(latency, "--link-latency")
+    return parse_topology(args.topology, link_bandwidth=bandwidth, link_latency=latency)

@@ -30,13 +30,30 @@ def check_writable_file(path):
     """
     if not str(path).strip():
         raise ConfigError("output file name is empty")
-    real = Path(os.path.realpath(path))
-    if real.exists() and not real.is_file():
-        raise ConfigError(f"cannot write {str(path)!r}: it exists and is not a regular file")
-    if not real.parent.is_dir():
-        what = "is not a folder" if real.parent.exists() else "does not exist"
-        raise ConfigError(f"cannot write {str(path)!r}: {str(real.parent)!r} {what}")
+    if str(path).endswith(os.sep):
+        raise ConfigError(f"cannot write {str(path)!r}: a file name, not a folder, is needed")
+    try:
+        real = Path(os.path.realpath(path))
+        if real.exists() and not real.is_file():
+            raise ConfigError(f"cannot write {str(path)!r}: it exists and is not a regular file")
+        if not real.parent.is_dir():
+            what = "is not a folder" if real.parent.exists() else "does not exist"
+            raise ConfigError(f"cannot write {str(path)!r}: {str(real.parent)!r} {what}")
+        _probe(real.parent, path)
+    except OSError as exc:      # e.g. a name too long for the file system
+        raise ConfigError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
     return real
+
+
+def _probe(folder, what):
+    """Create and remove a file in ``folder``: the one test of writability that holds for every
+    file system and for root (``os.access`` says yes to root on read-only mounts)."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".allreduce-rtl-probe-")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {str(what)!r}: {exc.strerror or exc}") from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def atomic_write_many(files):
@@ -99,8 +116,7 @@ def ensure_folder(path):
         raise ConfigError(f"cannot use {str(path)!r} as output folder: it is a file") from None
     except OSError as exc:
         raise ConfigError(f"cannot create output folder {str(path)!r}: {exc.strerror}") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise ConfigError(f"cannot write into output folder {str(path)!r}: permission denied")
+    _probe(path, path)
     return path
 
 

@@ -9,12 +9,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from golden_model.units import format_size  # noqa: E402
 
-from .output import atomic_write  # noqa: E402
-
-
-def plot_speedup(rows, topology, path):
-    """Write ``render_speedup(rows, topology)`` to ``path`` (whole or not at all)."""
-    atomic_write(path, render_speedup(rows, topology))
 
 
 def render_speedup(rows, topology):

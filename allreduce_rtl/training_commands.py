@@ -14,7 +14,6 @@ import time
 from tqdm import tqdm
 
 from golden_model.algorithms import parse_algorithms
-from golden_model.errors import ConfigError
 from golden_model.report import STANDARD_TOPOLOGIES, ReportSettings, assemble, plan, \
     render_markdown, run_unit
 from golden_model.training import DEFAULT_BUCKET_BYTES, TrainingOptions, train
@@ -23,8 +22,10 @@ from golden_model.units import format_size, split_list
 from golden_model.workloads import MODELS, get_model
 
 from . import options
+from golden_model.compare import elements_for
+
 from .commands import _algorithms, _note, _params, parse_size_range
-from .output import atomic_write, ensure_folder, format_table
+from .output import atomic_write_many, check_writable_file, ensure_folder, format_table
 
 TRAIN_COLUMNS = [("algorithm", "algorithm", "{}"),
                  ("iteration_ms", "iteration (ms)", "{:.3f}"),
@@ -40,13 +41,14 @@ def register(sub):
     """Add ``train`` and ``report`` to the subcommand set ``sub``."""
     def training_options(p):
         g = p.add_argument_group("training (defaults: the MultiTree authors' and PyTorch DDP's)")
-        g.add_argument("--mini-batch", "-b", type=options.positive_int, default=None,
+        g.add_argument("--mini-batch", "-b", type=options.mini_batch, default=None,
                        metavar="N", help="samples per node per iteration (default: the model's, "
                        "256)")
         g.add_argument("--bucket-size", type=options.size, default=DEFAULT_BUCKET_BYTES,
                        metavar="SIZE", help="gradient bucket cap, e.g. 25MiB (default 25MiB)")
         g.add_argument("--algorithms", "-a", type=options.text, default=None,
-                       help="comma-separated list (default: all that can run on the topology)")
+                       help="comma-separated list (default: all that can run on the topology; "
+                       "the report always adds ring, its baseline)")
 
     p = sub.add_parser("train", help="iteration time of one workload for each algorithm")
     options.network_options(p, "torus:8x8")
@@ -130,7 +132,9 @@ def _report_settings(args):
     else:
         topologies = STANDARD_TOPOLOGIES
     models = _list(args.models, "model") if args.models else tuple(MODELS)
-    algorithms = tuple(parse_algorithms(args.algorithms)) if args.algorithms else None
+    algorithms = None
+    if args.algorithms:     # ring is the report's baseline: always in
+        algorithms = tuple(dict.fromkeys(["ring", *parse_algorithms(args.algorithms)]))
     return ReportSettings(topologies=topologies, models=models,
                           sizes=tuple(parse_size_range(args.sizes)), algorithms=algorithms,
                           link_bandwidth=args.link_bandwidth, link_latency=args.link_latency,
@@ -158,12 +162,17 @@ def _report_command(args):
 
 
 def cmd_report(args):
-    """``allreduce-rtl report``: the standard set, a Markdown report with PNG plots."""
-    from .plots import plot_speedup
-    from .training_plots import plot_breakdown
+    """``allreduce-rtl report``: the standard set, a Markdown report with PNG plots, written
+    together at the end (whole or not at all)."""
+    from .plots import render_speedup
+    from .training_plots import render_breakdown
     settings = _report_settings(args)
+    for size in settings.sizes:             # refuse a bad size before any work
+        elements_for(size, settings.training.timing)
     units = plan(settings)
     out = ensure_folder(args.out)
+    for name in ("report.json", "report.md"):
+        check_writable_file(out / name)
     t0 = time.perf_counter()
     outputs = []
     with tqdm(units, desc="report", unit="run", file=sys.stderr) as bar:
@@ -171,18 +180,20 @@ def cmd_report(args):
             bar.set_postfix_str(unit.describe())
             outputs.append(run_unit(unit, settings))
     data = assemble(settings, units, outputs)
-    images = {}
+    images, files = {}, {}
     for topo, by_model in data["training"].items():
         name = f"training-{_slug(topo)}.png"
-        plot_breakdown({m: both["overlapped"] for m, both in by_model.items()}, topo, out / name)
+        files[out / name] = render_breakdown({m: both["overlapped"]
+                                              for m, both in by_model.items()}, topo)
         images[("training", topo)] = name
     for topo, rows in data["sweeps"].items():
         name = f"speedup-{_slug(topo)}.png"
-        plot_speedup(rows, topo, out / name)
+        files[out / name] = render_speedup(rows, topo)
         images[("sweep", topo)] = name
     command = _report_command(args)
-    atomic_write(out / "report.json", json.dumps(data, indent=1) + "\n")
-    atomic_write(out / "report.md", render_markdown(data, images, command))
+    files[out / "report.json"] = json.dumps(data, indent=1) + "\n"
+    files[out / "report.md"] = render_markdown(data, images, command)
+    atomic_write_many(files)
     print(f"wrote {out / 'report.md'}, {out / 'report.json'} and {len(images)} plots "
           f"({len(units)} runs in {time.perf_counter() - t0:.1f} s)")
     return 0

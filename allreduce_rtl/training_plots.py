@@ -8,22 +8,14 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .output import atomic_write  # noqa: E402
-
 COMPUTE_COLOUR, COMM_COLOUR = "#4c72b0", "#dd8452"
 
 
-def plot_breakdown(results, topology, path):
+def render_breakdown(results, topology):
     """Stacked bars of compute and exposed communication per algorithm, one panel per workload,
     each normalised to ring's iteration time (the MultiTree paper's normalised runtime breakdown
-    style). ``results``: ``{model: training.train(...) result}``; the figure is written whole to
-    ``path`` as PNG.
-
-    Raises
-    ------
-    ConfigError
-        If ``path`` cannot be written (from ``atomic_write``).
-    """
+    style). ``results``: ``{model: training.train(...) result}`` (ring among the algorithms);
+    returns the PNG's bytes."""
     models = list(results)
     fig, axes = plt.subplots(1, len(models), figsize=(max(4.0, 2.0 * len(models)), 4.2),
                              sharey=True, squeeze=False)
@@ -47,4 +39,4 @@ def plot_breakdown(results, topology, path):
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    atomic_write(path, buf.getvalue())
+    return buf.getvalue()

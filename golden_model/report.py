@@ -200,6 +200,8 @@ def headline(training, topology):
             if MULTITREE not in by:
                 continue
             mt = by[MULTITREE]
+            if not mt["comm_ms"]:      # one node: nothing to communicate, no ratio to report
+                continue
             sp_ring.append(mt["comm_speedup_vs_ring"])
             red_ring.append((mt["reduction_vs_ring"], name))
             prior = [by[a] for a in PRIOR_ART if a in by]

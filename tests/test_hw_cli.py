@@ -86,7 +86,7 @@ def test_generate_routed(algorithm, forced, tmp_path, capsys):
 @pytest.mark.parametrize("argv,needle", [
     (["generate", "-t", "ring:8", "-a", "dbtree"], "ring:8 has no router network"),
     (["generate", "-t", "ring:8", "-a", "ring", "--router"], "--router"),
-    (["generate", "-t", "torus:4x4", "-a", "dbtree", "--link-latency", "2000"], "1024"),
+    (["generate", "-t", "torus:4x4", "-a", "dbtree", "--link-latency", "2000"], "1,024"),
     (["generate", "-t", "fattree:4x2", "--elements", "262081"], "262,080 elements"),
     (["generate", "-a", "bogus"], "bogus"),
     (["generate", "-t", "torus:4"], "torus:4"),
@@ -134,7 +134,7 @@ def test_generate_needs_an_output_folder(capsys, tmp_path):
     (["demo", "--link-latency", "x"], "'x'"),
     (["demo", "--elements", "100000000"], "buffer"),
     (["demo", "--flow-control", "none"], "none"),
-    (["demo", "-t", "fattree:4x2", "--link-latency", "5000"], "1024"),
+    (["demo", "-t", "fattree:4x2", "--link-latency", "5000"], "1,024"),
     (["demo", "-t", "fattree:4x2", "--elements", "300000"], "262,080 elements"),
 ])
 def test_demo_bad_input(argv, needle, capsys, tmp_path):

@@ -38,7 +38,10 @@ from ..units import format_size, parse_size, split_list
 
 __all__ = ["CoarseConfig", "parse_system", "MAX_WORKERS", "DEFAULT_THRESHOLD_BYTES"]
 
-MAX_WORKERS = 1024                   # as topology.MAX_NODES: keeps a typo from exhausting memory
+#: Most workers: the MPI ring baseline and dual synchronisation time a ring all-reduce over the
+#: W workers for every bucket and candidate m, which grows as W^2 (W = 256 takes about 90 s on
+#: the project's 2-core machine, W = 512 over 5 minutes); the paper's machines have 8.
+MAX_WORKERS = 256
 #: Longest one-way latency (us): the topology's longest link at the model's 1 GHz.
 MAX_LATENCY_US = MAX_LINK_LATENCY / 1e3
 # field -> the spec key that sets it (for messages)
