@@ -10,6 +10,7 @@ whole or not at all.
 
 import argparse
 import json
+import re
 import sys
 
 from golden_model.errors import ConfigError
@@ -53,6 +54,12 @@ def build_parser():
 def main(argv=None):
     """Entry point of ``allreduce-rtl``; returns the process exit code."""
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    for arg in argv:
+        # argparse hands an option written --opt=-- an empty list without checking its type
+        option = re.fullmatch(r"(--?[A-Za-z][\w-]*)=--", str(arg))
+        if option:
+            parser.error(f"argument {option.group(1)}: '--' is not a value")
     args = parser.parse_args(argv)
     try:
         return args.func(args) or 0

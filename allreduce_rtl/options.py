@@ -14,7 +14,7 @@ from golden_model.errors import ConfigError
 from golden_model.families import spec_forms
 from golden_model.topology import (DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY,
                                    MAX_LINK_BANDWIDTH, MAX_LINK_LATENCY, MIN_LINK_BANDWIDTH,
-                                   check_link_bandwidth, check_link_latency, parse_topology)
+                                   parse_topology)
 from golden_model.units import parse_size
 
 __all__ = ["number_in", "positive_float", "nonnegative_int", "positive_int", "size", "text",
@@ -121,8 +121,6 @@ def build_dir_option(p):
 
 def topology(args):
     """The ``Topology`` of ``--topology`` with the command's link options (those it has)."""
-    bandwidth = getattr(args, "link_bandwidth", DEFAULT_LINK_BANDWIDTH)
-    latency = getattr(args, "link_latency", DEFAULT_LINK_LATENCY)
-    check_link_bandwidth(bandwidth, "--link-bandwidth")   # (argparse turns a value '--' into [])
-    check_link_latency(latency, "--link-latency")
-    return parse_topology(args.topology, link_bandwidth=bandwidth, link_latency=latency)
+    return parse_topology(args.topology,
+                          link_bandwidth=getattr(args, "link_bandwidth", DEFAULT_LINK_BANDWIDTH),
+                          link_latency=getattr(args, "link_latency", DEFAULT_LINK_LATENCY))

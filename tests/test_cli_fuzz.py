@@ -28,7 +28,12 @@ def _commands():
 
 
 def _bad_values(action):
-    """Values the action's type or choices must refuse."""
+    """Values the action's type or choices must refuse (``--``: argparse would hand the command
+    an empty list without checking it)."""
+    return ["--", *_refused(action)] if _refused(action) else []
+
+
+def _refused(action):
     if action.choices is not None:
         return ["bogus", ""]
     t = action.type

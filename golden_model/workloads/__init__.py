@@ -29,13 +29,15 @@ MODELS = {
 
 @functools.cache
 def get_model(name):
-    """The ``Model`` called ``name`` (one of ``MODELS``).
+    """The ``Model`` called ``name`` (one of ``MODELS``, case-insensitive as algorithm and
+    topology names are).
 
     Raises
     ------
     ConfigError
         If ``name`` is not a known model.
     """
-    if name not in MODELS:
+    key = str(name).strip().lower()
+    if key not in MODELS:
         raise ConfigError(f"unknown model {name!r}: expected one of {', '.join(MODELS)}")
-    return importlib.import_module(f".{MODELS[name]}", __name__).build()
+    return importlib.import_module(f".{MODELS[key]}", __name__).build()
