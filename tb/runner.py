@@ -138,7 +138,7 @@ class HardwareBuild(SimBuild):
                          top="tb_top", design_file="network.v", waves=waves,
                          long_runs=long_runs, cxx_opt=cxx_opt,
                          build_args=["--hierarchical", *verilator_args] if verilator else (),
-                         make_vars=[f"-j{min(4, os.cpu_count() or 1)}"] if verilator else (),
+                         make_vars=[f"-j{os.cpu_count() or 1}"] if verilator else (),
                          public=_PUBLIC_VLT, build_root=build_root)
         self.topology = topology
         self.config = config

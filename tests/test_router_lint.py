@@ -10,8 +10,11 @@ from tb.toolchain import lint_verilog
 
 @pytest.mark.parametrize("spec, args", [
     ("mesh:4x4", dict(num_vcs=2, vc_buf_depth=8, flit_width=128, flow_control="wormhole")),
-    ("torus:3x3", dict(num_vcs=4, vc_buf_depth=6, flit_width=56, link_latency=2,
-                       credit_delay=2, flow_control="cut_through")),
+    # (a whole torus with cut-through and 4 VCs takes about 50 s to lint: -m slow; one router
+    # with cut-through is linted below in the default suite)
+    pytest.param("torus:3x3", dict(num_vcs=4, vc_buf_depth=6, flit_width=56, link_latency=2,
+                                   credit_delay=2, flow_control="cut_through"),
+                 marks=pytest.mark.slow),
     pytest.param("torus:4x4", dict(num_vcs=4, vc_buf_depth=6, flit_width=56, link_latency=2,
                                    credit_delay=2, flow_control="cut_through"),
                  marks=pytest.mark.slow),

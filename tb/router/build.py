@@ -60,7 +60,7 @@ class RouterBuild(SimBuild):
         super().__init__(sim, kind="router", label=topology.spec.replace(":", "-"), top=TOP,
                          long_runs=long_runs, cxx_opt=cxx_opt,
                          build_args=["--hierarchical"] if verilator else (),
-                         make_vars=[f"-j{min(4, os.cpu_count() or 1)}"] if verilator else (),
+                         make_vars=[f"-j{os.cpu_count() or 1}"] if verilator else (),
                          public=_PUBLIC_VLT, build_root=build_root)
         self.topology = topology
         self.network_args = dict(network_args or {})
