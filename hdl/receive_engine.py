@@ -69,7 +69,6 @@ class ReceiveEngine(wiring.Component):
         if not isinstance(config, NIConfig):
             raise ValueError(f"config must be an NIConfig, not {config!r}")
         self._config = config
-        flit = Flit(config.flit_width)
         super().__init__({
             "start": In(1),
             "table": In(memory.ReadPort.Signature(addr_width=config.table_addr_width,

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golden_model.algorithms import build_schedule, dbtree, halving_doubling, ring2d
+from golden_model.algorithms import build_schedule, dbtree, halving_doubling
 from golden_model.errors import ConfigError
 from golden_model.executor import execute
 from golden_model.schedule import Op

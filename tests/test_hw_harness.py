@@ -20,11 +20,12 @@ from golden_model.topology import parse_topology
 from tb import harness
 from tb.runner import HardwareBuild, RunResult, RunSpec
 from allreduce_rtl.plan import hardware_timing, model_cycles
+from hdl.config import NIConfig
 from golden_model.elements import FLOAT64, INT32
 from tb.scoreboard import check_run, compare_data
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "fixtures"))
-from standin_network import StandinConfig, standin_verilog  # noqa: E402
+from standin_network import standin_verilog  # noqa: E402
 
 
 def random_vectors(n, d, seed=1):
@@ -40,7 +41,7 @@ def test_image_file_holds_header_tables_and_flits(tmp_path):
     topo = parse_topology("mesh:2x3", link_latency=4)
     sched = build_schedule("multitree", topo, 3 * 6 + 1)
     lw = lower(sched)
-    cfg = StandinConfig(num_ports=3, table_depth=8, buffer_depth=16)
+    cfg = NIConfig(num_ports=3, table_depth=8, buffer_depth=16)
     vec = random_vectors(6, sched.num_elements)
     layout = harness.HostCmdLayout(data=(26, 128))
     images = harness.program_images(lw, cfg, vec, layout)
@@ -122,7 +123,7 @@ def test_scoreboard_names_the_first_wrong_element():
     sched = build_schedule("multitree", topo, 49)
     vec = random_vectors(16, 49)
     good = execute(sched, vec)
-    cfg = StandinConfig()
+    cfg = NIConfig(buffer_depth=64, table_depth=16)
     expected = model_cycles(sched, cfg)
     res = RunResult("mt", "done", cycles=100, outputs=good.copy())
     verdict = check_run(res, sched, vec, INT32, expected_cycles=expected)
@@ -142,7 +143,7 @@ def test_scoreboard_names_the_first_wrong_element():
 
 
 def test_timing_is_configured_like_the_hardware():
-    cfg = dataclasses.replace(StandinConfig(), link_latency=7)
+    cfg = dataclasses.replace(NIConfig(buffer_depth=64, table_depth=16), link_latency=7)
     params = hardware_timing(cfg)
     assert params.flit_bytes == 16 and params.frequency_ghz == 1.0
     fields = {f.name for f in dataclasses.fields(params)}
@@ -182,7 +183,7 @@ def test_images_and_dumps_carry_any_element_width(tmp_path):
 @pytest.fixture(scope="module", params=["icarus", "verilator"])
 def standin(request):
     topo = parse_topology("ring:4", link_latency=4)
-    cfg = StandinConfig(num_ports=2, buffer_depth=32, table_depth=8)
+    cfg = NIConfig(num_ports=2, buffer_depth=32, table_depth=8)
     build = HardwareBuild(topo, cfg, request.param, valid_pct=60, ready_pct=50,
                           network_source=standin_verilog(4, buffer_depth=32))
     return build.build()

@@ -21,7 +21,6 @@ from cocotb.triggers import ClockCycles, FallingEdge
 
 from tb import toolchain
 from tb.toolchain import (
-    ToolchainError,
     check_build_tools,
     check_iverilog,
     check_libpython,

@@ -11,7 +11,7 @@ import numpy as np
 
 from .model import FULL_BE, CSRAddr, DRSOp, ReqOp, RwDOp, int32_to_line
 
-__all__ = ["zero_memory", "program_window", "readback", "random_mix", "sync_round",
+__all__ = ["zero_memory", "program_window", "readback", "random_mix",
            "bad_requests", "SyncRound", "BIG_TIMEOUT"]
 
 #: A ``TIMEOUT`` no test reaches (held reads wait for their tensor).
