@@ -8,7 +8,6 @@ import json
 import sys
 
 from golden_model.errors import ConfigError
-from golden_model.lowering import Direction
 
 from . import options
 from .output import Spinner, atomic_write_many, check_writable_file, ensure_folder
@@ -60,23 +59,20 @@ def _plan(args, algorithms, elements, **kw):
 
 def _tables(run, config):
     """Every node's engine tables: the rows and the words the host writes."""
-    from hdl.schedule_table import engine_index, pack_row  # noqa: PLC0415
+    from hdl.schedule_table import engine_tables  # noqa: PLC0415
     lw = run.lowered
     tables = []
     for prog in lw.programs:
         engines = []
-        for direction in Direction:
-            for port in range(config.num_ports):
-                rows = prog.engines.get((direction, port), [])
-                engines.append({
-                    "engine": engine_index(direction, port, config.num_ports),
-                    "direction": direction.name.lower(), "port": port,
-                    "neighbor": prog.neighbors[port] if port < len(prog.neighbors) else None,
-                    "rows": [{"step": r.step, "op": r.op.name, "flow": r.flow,
-                              "chunk": r.chunk, "addr": r.addr, "flits": r.flits,
-                              "elements": r.elements, "deps": r.deps,
-                              **({"dest": r.dest, "src": r.src} if lw.routed else {}),
-                              "word": f"{pack_row(r):#x}"} for r in rows]})
+        for t in engine_tables(prog, config.num_ports, config.table_depth):
+            engines.append({
+                "engine": t.engine, "direction": t.direction.name.lower(), "port": t.port,
+                "neighbor": prog.neighbors[t.port] if t.port < len(prog.neighbors) else None,
+                "rows": [{"step": r.step, "op": r.op.name, "flow": r.flow,
+                          "chunk": r.chunk, "addr": r.addr, "flits": r.flits,
+                          "elements": r.elements, "deps": r.deps,
+                          **({"dest": r.dest, "src": r.src} if lw.routed else {}),
+                          "word": f"{w:#x}"} for r, w in zip(t.rows, t.words)]})
         tables.append({"node": prog.node, "neighbors": list(prog.neighbors), "engines": engines})
     return tables
 

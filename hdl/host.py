@@ -9,10 +9,8 @@ players (``$readmemh`` images) share them.
 import numpy as np
 from amaranth.lib import data
 
-from golden_model.lowering import Direction
-
 from .config import FIELD_ADDR_BITS, NIConfig, check_schedule_fits
-from .schedule_table import engine_index, pack_row
+from .schedule_table import engine_tables
 
 __all__ = ["HostCmd", "HostRsp", "TARGET_BUFFER", "TARGET_TABLE", "host_cmd_word",
            "flit_word", "flit_elements", "load_commands", "read_commands"]
@@ -110,16 +108,9 @@ def load_commands(config, lowered, node, flits):
     cmds = [host_cmd_word(config, write=1, target=TARGET_BUFFER, addr=a,
                           data=flit_word(config, flits[a]))
             for a in range(lowered.buffer_flits)]
-    program = lowered.programs[node]
-    for direction in Direction:
-        for port in range(config.num_ports):
-            rows = program.engines.get((direction, port), [])
-            e = engine_index(direction, port, config.num_ports)
-            words = [pack_row(r) for r in rows]
-            if len(words) < config.table_depth:
-                words.append(0)
-            cmds += [host_cmd_word(config, write=1, target=TARGET_TABLE, engine=e, addr=a,
-                                   data=w) for a, w in enumerate(words)]
+    for table in engine_tables(lowered.programs[node], config.num_ports, config.table_depth):
+        cmds += [host_cmd_word(config, write=1, target=TARGET_TABLE, engine=table.engine,
+                               addr=a, data=w) for a, w in enumerate(table.words)]
     return cmds
 
 

@@ -7,6 +7,8 @@ the last one when it reloads a shorter program). ``pack_row`` turns a
 ``golden_model.lowering.TableRow`` into the word the host writes.
 """
 
+from typing import NamedTuple
+
 from amaranth.lib import data
 
 from golden_model.lowering import Direction
@@ -14,7 +16,8 @@ from golden_model.lowering import Direction
 from .config import STEP_BITS
 from .flit import Op
 
-__all__ = ["ScheduleRow", "pack_row", "unpack_row", "engine_index"]
+__all__ = ["ScheduleRow", "pack_row", "unpack_row", "engine_index", "EngineTable",
+           "engine_tables"]
 
 
 class ScheduleRow(data.Struct):
@@ -118,3 +121,29 @@ def engine_index(direction, port, num_ports):
     if direction is Direction.RECV:
         return num_ports + port
     raise ValueError(f"direction must be Direction.SEND or Direction.RECV, not {direction!r}")
+
+
+class EngineTable(NamedTuple):
+    """One engine's table of one node: ``rows`` (``golden_model.lowering.TableRow``) and
+    ``words``, what the host writes at table addresses ``0, 1, ...``: ``pack_row`` of each row,
+    then one zero row when the table has room for it (the engine stops there)."""
+    engine: int
+    direction: Direction
+    port: int
+    rows: list
+    words: list
+
+
+def engine_tables(program, num_ports, table_depth):
+    """Every engine table of one node's ``program`` (``golden_model.lowering.NodeProgram``), in
+    engine order (``engine_index``: send engines, then receive engines), as ``EngineTable``;
+    an engine without rows gets one terminating zero row. The caller has checked that the
+    schedule fits (``hdl.config.check_schedule_fits``: at most ``table_depth`` rows)."""
+    tables = []
+    for direction in Direction:
+        for port in range(num_ports):
+            rows = list(program.engines.get((direction, port), []))
+            words = [pack_row(r) for r in rows] + ([0] if len(rows) < table_depth else [])
+            tables.append(EngineTable(engine_index(direction, port, num_ports), direction, port,
+                                      rows, words))
+    return tables

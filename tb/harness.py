@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from golden_model.lowering import Direction, LoweredSchedule
+from golden_model.lowering import LoweredSchedule
 
 __all__ = [
     "HOST_PLAYER", "HostCmdLayout", "NetworkPorts", "parse_ports",
@@ -84,13 +84,6 @@ def _hdl_layout(names, flit_width):
     except ImportError:     # hdl not written yet: use the contract
         return None
     return {name: (field.offset, field.width) for name, field in HostCmd(flit_width)}
-
-
-def _row_packer():
-    """``(pack_row, engine_index)`` from ``hdl.schedule_table`` (imported late: the harness
-    itself does not need the hardware generator)."""
-    from hdl.schedule_table import engine_index, pack_row  # noqa: PLC0415
-    return pack_row, engine_index
 
 
 # --------------------------------------------------------------------------------------------
@@ -347,20 +340,14 @@ def program_images(lowered: LoweredSchedule, config, vectors: np.ndarray,
         layout = HostCmdLayout.for_flit_width(config.flit_width)
     from hdl.config import check_schedule_fits  # noqa: PLC0415
     check_schedule_fits(config, lowered)
-    pack_row, engine_index = _row_packer()
+    from hdl.schedule_table import engine_tables  # noqa: PLC0415
     etype = config.element_type
     flits = pack_flits(lowered.pack(np.asarray(vectors, dtype=etype.dtype)), etype)
     images = []
     for prog in lowered.programs:
-        control = []
-        for direction in Direction:
-            for port in range(config.num_ports):
-                rows = prog.engines.get((direction, port), [])
-                engine = engine_index(direction, port, config.num_ports)
-                for i, row in enumerate(rows):
-                    control.append(layout.pack(1, 1, engine, i, pack_row(row)))
-                if len(rows) < config.table_depth:
-                    control.append(layout.pack(1, 1, engine, len(rows), 0))
+        control = [layout.pack(1, 1, table.engine, i, word)
+                   for table in engine_tables(prog, config.num_ports, config.table_depth)
+                   for i, word in enumerate(table.words)]
         images.append(NodeImage(control, flits[prog.node], lowered.buffer_flits))
     return images
 
