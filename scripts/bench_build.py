@@ -11,7 +11,7 @@ each build cold in a fresh build folder, and prints a table (``--json`` prints t
   and ring on the demo's default layer (``--elements`` to change it).
 
 Usage: ``python scripts/bench_build.py [--designs test,demo] [--opts=-O0,default]
-[--elements N] [--json]`` (about 15 minutes on the project's 2-core machine).
+[--elements N] [--json]`` (about 25 minutes on the project's 2-core machine).
 """
 
 import argparse
