@@ -42,7 +42,7 @@ help:
 	@echo "  make tools      check and show the simulators and tools the tests use (runs before test/demo)"
 	@echo "  make test       run the test suite (not the 'slow' tests), in parallel with pytest-xdist"
 	@echo "  make test-slow  run every test, slow ones included"
-	@echo "  make test-ci-slow  the slow tests CI runs (all but those named in the README)"
+	@echo "  make test-ci-slow  the slow tests CI runs (all but those in tests/slow_skip_ci.txt)"
 	@echo "  make wheel-check  build the wheel, install it in a fresh venv, run it outside the repo"
 	@echo "  make demo       run the demo (allreduce-rtl demo)"
 	@echo "  make bench      time the golden model (scripts/bench_golden.py)"

@@ -10,7 +10,7 @@ each build cold in a fresh build folder, and prints a table (``--json`` prints t
 * ``demo``: the demo's network (torus:4x4, 150-cycle links, full-rate FIFOs) running MultiTree
   and ring on the demo's default layer (``--elements`` to change it).
 
-Usage: ``python scripts/bench_build.py [--designs test,demo] [--opts=-O0,default]
+Usage: ``.venv/bin/python scripts/bench_build.py [--designs test,demo] [--opts=-O0,default]
 [--elements N] [--json]`` (about 25 minutes on the project's 2-core machine).
 """
 

@@ -17,7 +17,7 @@ Verilog is made (:meth:`SimBuild.generate`), what else is compiled with it
   simulator, cocotb and C++ compiler versions (``tb.toolchain.toolchain_key``) and the build
   options (waveforms, simulator arguments, make variables, C++ optimisation). An identical build
   is reused (a ``build.ok`` stamp, under a file lock shared by parallel pytest workers).
-* **Optimisation by run length**: a build for long runs (``long_runs=True``: the demo, soaks)
+* **Optimisation by run length**: a build for long runs (``long_runs=True``: the demo)
   compiles the Verilator model with Verilator's own optimisation (``OPT_FAST``, ``-Os``); a
   build for short test runs with ``-O0``, whose shorter compile wins when the runs are a few
   thousand cycles (``scripts/bench_build.py`` measures both). ``cxx_opt`` chooses explicitly.
