@@ -180,6 +180,11 @@ def demo_vectors(grads, element_type, num_nodes):
     return grads.astype(element_type.dtype), f"{element_type.name}, no quantisation"
 
 
+#: The files the demo writes into its output folder, by their key in the report's ``files``.
+_OUTPUT_FILES = {"verilog": "network.v", "report": "report.json", "tb_top": "tb_top.v",
+                 "host_player": "host_player.v"}
+
+
 def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_latency=150,
              flow_control="message", seed=0, waves=False, out=None, build_root=None,
              progress=True):
@@ -211,9 +216,9 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_la
     hw, d = plan.hardware, plan.elements
     config, etype = hw.config, hw.element_type
     out = ensure_folder(out or f"out/demo-{topology.spec.replace(':', '-')}")
-    outputs = ("network.v", "tb_top.v", "host_player.v", "report.json")
-    for name in outputs:                    # refuse a bad target before the work
-        check_writable_file(out / name)
+    paths = {key: out / name for key, name in _OUTPUT_FILES.items()}
+    for path in paths.values():             # refuse a bad target before the work
+        check_writable_file(path)
     if progress and plan.note:
         print(f"note: {plan.note}", file=sys.stderr)
 
@@ -296,11 +301,10 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_la
                  "rms_error": float(np.sqrt(np.mean(err**2))),
                  "rms_gradient_sum": float(np.sqrt(np.mean(exact**2)))}
 
-    files = {"verilog": str(out / "network.v"), "report": str(out / "report.json"),
-             "tb_top": str(out / "tb_top.v"), "host_player": str(out / "host_player.v")}
-    texts = {out / "network.v": net.read_text(),
-             **{out / name: (build.build_dir / name).read_text()
-                for name in ("tb_top.v", "host_player.v")}}
+    files = {key: str(path) for key, path in paths.items()}
+    texts = {paths["verilog"]: net.read_text(),
+             **{paths[key]: (build.build_dir / _OUTPUT_FILES[key]).read_text()
+                for key in ("tb_top", "host_player")}}
     if waves and results[0].waves_file is not None and results[0].waves_file.is_file():
         dest = out / results[0].waves_file.name
         shutil.move(results[0].waves_file, dest)
@@ -341,7 +345,7 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_la
         "build_dir": str(build.build_dir),
         "files": files,
     }
-    texts[out / "report.json"] = json.dumps(report, indent=2) + "\n"
+    texts[paths["report"]] = json.dumps(report, indent=2) + "\n"
     atomic_write_many(texts)
     return report, 0 if ok else 1
 

@@ -10,10 +10,10 @@ import shlex
 import sys
 import time
 
-
 from tqdm import tqdm
 
 from golden_model.algorithms import parse_algorithms
+from golden_model.compare import elements_for
 from golden_model.report import STANDARD_TOPOLOGIES, ReportSettings, assemble, plan, \
     render_markdown, run_unit
 from golden_model.training import DEFAULT_BUCKET_BYTES, TrainingOptions, train
@@ -22,8 +22,6 @@ from golden_model.units import format_size, split_list
 from golden_model.workloads import MODELS, get_model
 
 from . import options
-from golden_model.compare import elements_for
-
 from .commands import _algorithms, _note, _params, parse_size_range
 from .output import atomic_write_many, check_writable_file, ensure_folder, format_table
 

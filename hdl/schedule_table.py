@@ -137,8 +137,9 @@ class EngineTable(NamedTuple):
 def engine_tables(program, num_ports, table_depth):
     """Every engine table of one node's ``program`` (``golden_model.lowering.NodeProgram``), in
     engine order (``engine_index``: send engines, then receive engines), as ``EngineTable``;
-    an engine without rows gets one terminating zero row. The caller has checked that the
-    schedule fits (``hdl.config.check_schedule_fits``: at most ``table_depth`` rows)."""
+    a table shorter than ``table_depth`` (an empty one too) ends in one zero row. The caller has
+    checked that the schedule fits (``hdl.config.check_schedule_fits``: at most ``table_depth``
+    rows)."""
     tables = []
     for direction in Direction:
         for port in range(num_ports):
