@@ -30,7 +30,8 @@ def _commands():
 def _bad_values(action):
     """Values the action's type or choices must refuse (``--``: argparse would hand the command
     an empty list without checking it)."""
-    return ["--", *_refused(action)] if _refused(action) else []
+    refused = _refused(action)
+    return ["--", *refused] if refused else []
 
 
 def _refused(action):
