@@ -20,8 +20,10 @@ from tb.toolchain import lint_verilog
                  marks=pytest.mark.slow),
     ("mesh:2x3", dict(num_vcs=1, vc_buf_depth=2, flit_width=32, link_latency=0,
                       concentration=2)),
-    # fat-tree: leaf switches use 8 ports, roots 4 (ports 4..7 tied off); BiGraph: VC classes
-    ("fattree:4x2", dict(num_vcs=2, vc_buf_depth=4, flit_width=64, link_latency=1)),
+    # fat-tree: leaf switches use 8 ports, roots 4 (ports 4..7 tied off); BiGraph: VC classes.
+    # (The whole fat-tree takes about 30 s: -m slow; one fat-tree switch is linted below.)
+    pytest.param("fattree:4x2", dict(num_vcs=2, vc_buf_depth=4, flit_width=64, link_latency=1),
+                 marks=pytest.mark.slow),
     pytest.param("bigraph:4x4", dict(num_vcs=4, vc_buf_depth=6, flit_width=56, link_latency=2,
                                      credit_delay=2, flow_control="cut_through"),
                  marks=pytest.mark.slow),

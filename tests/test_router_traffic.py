@@ -111,9 +111,13 @@ def test_router_traffic_verilator(config):
     check(run, f"verilator {config} (build {time.perf_counter() - t0 - run.wall_s:.1f} s)")
 
 
-@pytest.mark.parametrize("sim", ["icarus", "verilator"])
-@pytest.mark.parametrize("config", ["fattree-wormhole", "bigraph-wormhole",
-                                    pytest.param("bigraph-vct", marks=pytest.mark.slow)])
+# Icarus runs BiGraph in the default suite and the fat-tree (about 30 s) with -m slow.
+@pytest.mark.parametrize("sim, config", [
+    pytest.param("icarus", "fattree-wormhole", marks=pytest.mark.slow),
+    ("verilator", "fattree-wormhole"), ("icarus", "bigraph-wormhole"),
+    ("verilator", "bigraph-wormhole"),
+    pytest.param("icarus", "bigraph-vct", marks=pytest.mark.slow),
+    pytest.param("verilator", "bigraph-vct", marks=pytest.mark.slow)])
 def test_router_traffic_indirect(sim, config):
     """Fat-tree and BiGraph: uniform random and hot spot with sink back-pressure (Verilator:
     longer, plus saturating uniform traffic)."""
