@@ -104,7 +104,7 @@ def hardware_options(p, topology_default="torus:4x4", dtype=True):
                    "credits (default %(default)s)")
     g.add_argument("--link-latency", type=number_in(int, 0, MAX_LINK_STAGES),
                    default=DEFAULT_LINK_LATENCY, metavar="CYCLES",
-                   help=f"register stages per link direction, 0..{MAX_LINK_STAGES} "
+                   help=f"cycles per link direction, 0..{MAX_LINK_STAGES} "
                    f"(default %(default)s, the paper's)")
     if dtype:
         hw = [name for name in ELEMENT_TYPES if name in ADDERS]

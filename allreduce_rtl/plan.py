@@ -9,7 +9,7 @@ model like the hardware and computes each run's expected cycles and lower bound.
 ``demo`` and the hardware tests read the plan; nothing downstream re-derives what it decided.
 
 The timing model like the hardware (``hardware_timing``; docs/hardware.md, "Pipeline timing"):
-link latency = ``config.link_latency`` register stages, one flit per cycle per link (bandwidth
+link latency = ``config.link_latency`` cycles, one flit per cycle per link (bandwidth
 = flit bytes per cycle at 1 GHz), flits of ``config.flit_width`` bits, one head flit per
 message, the NI's send and retire delays, links serving their transfers in schedule order (the
 send engines walk their tables in order). On the routed network links are first come, first

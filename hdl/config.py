@@ -35,8 +35,8 @@ FIELD_ADDR_BITS = 20
 STEP_BITS = 16
 #: ``host_cmd.engine`` is 4 bits wide and there are ``2 * num_ports`` engines.
 MAX_PORTS = 8
-#: Register stages per link direction the hardware builds (``hdl.link``, ``hdl.router.network``):
-#: a longer link would only make a huge design.
+#: Cycles per link direction the hardware builds (``hdl.link``, ``hdl.router.network``, one
+#: ``hdl.delay_line`` each); the limit keeps delay-line memories and receive FIFOs a sane size.
 MAX_LINK_STAGES = 1024
 
 
@@ -87,7 +87,8 @@ class NIConfig:
     submessage_flits : int
         Flits granted by one credit in message mode (the paper's 256 B = 16 flits).
     link_latency : int
-        Register stages per link direction, forward and credit return (0..MAX_LINK_STAGES).
+        Cycles per link direction, forward and credit return (0..MAX_LINK_STAGES): a memory
+        delay line (``hdl.delay_line``) above 2 cycles, registers up to 2.
     routed : bool
         The NI's ports sit on router local ports (``hdl.routed_network``): heads start with the
         router's 32-bit header (destination and source terminal from the row), and receive

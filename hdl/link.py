@@ -1,10 +1,12 @@
-"""A network link: ``link_latency`` register stages forward (flits) and backward (credits)."""
+"""A network link: ``link_latency`` cycles forward (flits) and backward (credits), one
+``DelayLine`` for both (a memory used as a circular buffer, registers for very short links)."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .config import NIConfig
+from .delay_line import DelayLine
 from .flit import FlitStream
 
 __all__ = ["Link"]
@@ -16,7 +18,9 @@ class Link(wiring.Component):
     A flit presented on ``flit_in`` in cycle t appears on ``flit_out`` in cycle
     t + ``link_latency``; a credit pulse on ``credit_in`` (from the receiver) appears on
     ``credit_out`` (to the sender) ``link_latency`` cycles later. Latency 0 is a pair of wires.
-    There is no back-pressure: the sender's credits guarantee room at the receiver.
+    There is no back-pressure: the sender's credits guarantee room at the receiver. Both
+    directions share one ``hdl.delay_line.DelayLine`` (they have the same latency); its valid and
+    credit bits read 0 until it is ``defined``, as a register chain's would.
 
     Parameters
     ----------
@@ -46,16 +50,13 @@ class Link(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        valid, payload, credit = self.flit_in.valid, self.flit_in.payload, self.credit_in
-        for i in range(self._config.link_latency):
-            next_valid = Signal(name=f"fwd{i}_valid")
-            next_payload = Signal.like(payload, name=f"fwd{i}_flit")
-            next_credit = Signal(name=f"bwd{i}_credit")
-            m.d.sync += [next_valid.eq(valid), next_payload.eq(payload), next_credit.eq(credit)]
-            valid, payload, credit = next_valid, next_payload, next_credit
+        fwd = Cat(self.flit_in.valid, self.flit_in.payload, self.credit_in)
+        m.submodules.delay = delay = DelayLine(len(fwd), self._config.link_latency)
+        m.d.comb += delay.i.eq(fwd)
+        valid, payload, credit = delay.o[0], delay.o[1:-1], delay.o[-1]
         m.d.comb += [
-            self.flit_out.valid.eq(valid),
+            self.flit_out.valid.eq(valid & delay.defined),
             self.flit_out.payload.eq(payload),
-            self.credit_out.eq(credit),
+            self.credit_out.eq(credit & delay.defined),
         ]
         return m

@@ -164,7 +164,7 @@ def test_ops_compare_and_select_exhaustively():
 
 # --- link ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("latency", [0, 1, 3])
+@pytest.mark.parametrize("latency", [0, 1, 2, 3, 4, 7, 150])
 def test_link_latency_is_exact(latency):
     cfg = NIConfig(num_ports=1, link_latency=latency)
     link = Link(cfg)
@@ -190,7 +190,42 @@ def test_link_latency_is_exact(latency):
         assert out[0] == valid and out[3] == credit, f"cycle {t}"
         if valid:
             assert out[1:3] == (payload, kind), f"cycle {t}"
-    assert not any(v for v, *_ in seen[:latency])
+    assert not any(v or c for v, _, _, c in seen[:latency])
+
+
+@pytest.mark.parametrize("latency", [3, 4, 5, 6])
+def test_delay_line_memory_equals_a_register_chain_on_every_window(latency):
+    """Exhaustive over the memory delay line's state: its output depends on the last
+    ``latency`` inputs and on the pointer's phase (``latency`` values). The de Bruijn sequence of
+    order ``latency + 1`` is repeated ``latency + 1`` times (its length, a power of two, and the
+    repeat count make every window meet every pointer phase, since 2^(L+1) * j mod L covers
+    all phases when shifted by the extra input per repeat), and the output must equal the input
+    ``latency`` cycles before, from reset on; before that ``defined`` is 0."""
+    from hdl.delay_line import DelayLine
+    line = DelayLine(1, latency)
+    assert line.uses_memory
+    stim = []
+    for word in range(2 ** latency):
+        for phase in range(latency):
+            stim += [0] * ((phase - len(stim) - latency) % latency)
+            stim += [(word >> k) & 1 for k in range(latency)]  # this window ends at `phase`
+    phases = {}
+    got = []
+
+    async def bench(ctx):
+        for t, bit in enumerate(stim + [0] * latency):
+            ctx.set(line.i, bit)
+            got.append((ctx.get(line.o), ctx.get(line.defined)))
+            await ctx.tick()
+
+    run(line, bench)
+    for t in range(latency, len(stim) + latency):
+        assert got[t] == (stim[t - latency], 1), f"cycle {t}"
+    for t in range(latency, len(stim) + 1):
+        phases.setdefault(tuple(stim[t - latency:t]), set()).add(t % latency)
+    assert all(not d for _, d in got[:latency])
+    assert len(phases) == 2 ** latency
+    assert all(len(p) == latency for p in phases.values()), "a window missed a pointer phase"
 
 
 # --- flow control -------------------------------------------------------------------------------

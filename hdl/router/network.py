@@ -41,6 +41,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..config import MAX_LINK_STAGES, NIConfig
 from ..credit import CreditCounter
+from ..delay_line import DelayLine
 from ..ops import eq_const
 from .arbiter import RoundRobinArbiter
 from .flit import PacketFlit, is_tail_kind, vc_bits
@@ -151,8 +152,9 @@ def path_cost(topology, src, dst, *, link_latency=1, concentration=1):
 
 
 class RouterLink(wiring.Component):
-    """A directed router link: ``latency`` register stages for flits, ``latency`` for the credit
-    vector coming back (``hdl.link.Link`` with a credit per VC and a VC in the flit).
+    """A directed router link: ``latency`` cycles for flits, ``latency`` for the credit vector
+    coming back, in one ``hdl.delay_line.DelayLine`` (``hdl.link.Link`` with a credit per VC and
+    a VC in the flit; valid and credits read 0 until the delay line is defined).
 
     Members
     -------
@@ -172,14 +174,14 @@ class RouterLink(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        valid, flit, credit = self.sender.valid, self.sender.flit, self.receiver.credit
-        for i in range(self.latency):
-            nv, nf = Signal(name=f"fwd{i}_valid"), Signal.like(flit, name=f"fwd{i}_flit")
-            nc = Signal.like(credit, name=f"bwd{i}_credit")
-            m.d.sync += [nv.eq(valid), nf.eq(flit), nc.eq(credit)]
-            valid, flit, credit = nv, nf, nc
-        m.d.comb += [self.receiver.valid.eq(valid), self.receiver.flit.eq(flit),
-                     self.sender.credit.eq(credit)]
+        credit = self.receiver.credit
+        word = Cat(self.sender.valid, credit, self.sender.flit)
+        m.submodules.delay = delay = DelayLine(len(word), self.latency)
+        m.d.comb += delay.i.eq(word)
+        nc = len(credit)
+        m.d.comb += [self.receiver.valid.eq(delay.o[0] & delay.defined),
+                     self.sender.credit.eq(delay.o[1:1 + nc] & delay.defined.replicate(nc)),
+                     self.receiver.flit.eq(delay.o[1 + nc:])]
         return m
 
 
