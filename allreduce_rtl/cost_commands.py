@@ -80,10 +80,12 @@ _ROUTER = dict(num_vcs=2, vc_buf_depth=8, flit_width=128, credit_delay=1)
 _NI_SMALL = dict(num_ports=2, elems_per_flit=4, buffer_depth=16, table_depth=8, max_chunks=8,
                  rx_buffer_depth=16, submessage_flits=8, link_latency=1)
 
-#: The standard configurations, in report order. The full-size designs keep their buffers and
-#: 512-bit banks as memories in the generic flow; on an iCE40 (7,680 logic cells at most) the
-#: multi-port buffers become flip-flops and none of them fits, so only the small variants go
-#: through synth_ice40 and nextpnr (the 128-bit mesh router needs 13,284 LUTs).
+#: The standard configurations, in report order. The full-size designs keep their memories as
+#: memories in the generic flow. The NI's buffer banks, tables and link delay lines are 1R1W
+#: memories that synth_ice40 maps to SB_RAM40_4K block RAMs, so the full-size NIs go through
+#: synth_ice40 too (their LUTs are the logic outside the block RAMs; they need more block RAMs
+#: than an iCE40 has); the routers' and the CXL controller's multi-port memories still become
+#: flip-flops there, so only their small variants do (the 128-bit mesh router needs 13,284 LUTs).
 DESIGNS = [
     Design("router-mesh", "router", "mesh 5 ports, 2 VCs x 8 flits, 128 b, wormhole",
            dict(spec="mesh:4x4", router=5, concentration=1, flow_control="wormhole", **_ROUTER),
@@ -98,9 +100,9 @@ DESIGNS = [
            dict(spec="mesh:4x4", router=5, concentration=1, flow_control="wormhole",
                 num_vcs=2, vc_buf_depth=4, flit_width=32, credit_delay=1), True),
     Design("ni-message", "ni", "NI 4 ports, 1024-flit buffer, 128 b, rx 32, message FC",
-           dict(flow_control="message"), False),
+           dict(flow_control="message"), True),
     Design("ni-credit", "ni", "NI 4 ports, 1024-flit buffer, 128 b, rx 32, credit FC",
-           dict(flow_control="credit"), False),
+           dict(flow_control="credit"), True),
     Design("ni-small-message", "ni", "NI 2 ports, 16-flit buffer, 128 b, rx 16, message FC",
            dict(flow_control="message", **_NI_SMALL), True),
     Design("ni-small-credit", "ni", "NI 2 ports, 16-flit buffer, 128 b, rx 16, credit FC",

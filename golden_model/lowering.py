@@ -13,7 +13,9 @@ the testbench uses the buffer layout to load and read back vectors.
   whole flits of ``elements_per_flit`` elements, so a flit never holds two chunks.
 * **Dependencies.** A SEND row waits until the node has completed ``deps`` receives into the chunk:
   the receives of earlier steps (MultiTree's "a chunk goes up a tree only when all children
-  delivered", generalised to every algorithm). Receives have no dependency.
+  delivered", generalised to every algorithm). A RECV row's ``deps`` is its order: the receives
+  into the chunk at this node that come before it in the schedule (step, then transfer order),
+  so the NI adds the contributions into each flit in the executor's order (``hdl.ordering``).
 
 **Routed lowering** (``routed=True``: every NI port sits on a local port of a router, see
 ``hdl.routed_network``): any schedule lowers, multi-hop transfers included.
@@ -64,7 +66,8 @@ class TableRow:
         Payload flits of the message (ceil(elements / elements_per_flit)).
     elements : int
     deps : int
-        SEND: receives into ``chunk`` this node must complete first; RECV: 0.
+        SEND: receives into ``chunk`` this node must complete first; RECV: the receives into
+        ``chunk`` at this node before this one in the schedule (its order of summation).
     dest, src : int
         Routed SEND rows: destination and source router terminals; else 0.
     """
@@ -105,6 +108,9 @@ class LoweredSchedule:
     programs : list of NodeProgram, one per node
     routed : bool
         Lowered for NIs on routers (any number of hops; see the module docstring).
+    ports : tuple of (int, int)
+        Per transfer in schedule order: its send port at the source and receive port at the
+        destination.
     """
     schedule: object
     elements_per_flit: int
@@ -113,6 +119,34 @@ class LoweredSchedule:
     buffer_flits: int
     programs: list
     routed: bool = False
+    ports: tuple = ()
+
+    @property
+    def message_chain(self):
+        """The most messages on one chain of waits: a message waits for the one before it on its
+        send engine and on its receive engine, and a send for the receives it depends on. Each
+        message of the chain can cost the NI's bank rotation ``2 * (banks - 1)`` cycles
+        (``hdl.banked_buffer``), which bounds the RTL's cycles above the timing model's."""
+        longest = {}        # (src, port) / (dst, port) / (node, chunk) -> chain length so far
+        chain = 0
+        for step in self._steps_with_ports():
+            done = []
+            for t, p, q in step:
+                n = 1 + max(longest.get(("send", t.src, p), 0), longest.get(("recv", t.dst, q), 0),
+                            longest.get(("have", t.src, t.chunk), 0))
+                longest[("send", t.src, p)] = longest[("recv", t.dst, q)] = n
+                done.append((t, n))
+                chain = max(chain, n)
+            for t, n in done:       # a send of a later step may depend on it
+                key = ("have", t.dst, t.chunk)
+                longest[key] = max(longest.get(key, 0), n)
+        return chain
+
+    def _steps_with_ports(self):
+        """Per step, ``(transfer, send port, receive port)``."""
+        ports = iter(self.ports)
+        for step in self.schedule.steps:
+            yield [(t, *next(ports)) for t in step]
 
     @property
     def table_depth(self):
@@ -222,20 +256,23 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None):
 
     engines = [{(d, p): [] for d in Direction for p in range(num_ports)} for _ in topo.nodes]
     received = {}
+    used = []
     for step, t in schedule.transfers():
         c = t.chunk
         row = dict(step=step, op=t.op, flow=max(t.flow, 0), chunk=c, addr=int(chunk_base[c]),
                    flits=int(flits[c]), elements=int(sizes[c]))
         deps = sum(1 for s in received.get((t.src, c), ()) if s < step)
         p, q = ports(t)
+        used.append((p, q))
         terminals = (dict(dest=t.dst * num_ports + q, src=t.src * num_ports + p)
                      if routed else {})
         engines[t.src][(Direction.SEND, p)].append(TableRow(**row, deps=deps, **terminals))
-        engines[t.dst][(Direction.RECV, q)].append(TableRow(**row, deps=0))
-        received.setdefault((t.dst, c), []).append(step)
+        before = received.setdefault((t.dst, c), [])
+        engines[t.dst][(Direction.RECV, q)].append(TableRow(**row, deps=len(before)))
+        before.append(step)
     programs = [NodeProgram(v, neighbors[v], engines[v]) for v in topo.nodes]
     return LoweredSchedule(schedule, elements_per_flit, num_ports, chunk_base,
-                           int(flits.sum()), programs, routed)
+                           int(flits.sum()), programs, routed, tuple(used))
 
 
 def _check_any_order_safe(schedule):

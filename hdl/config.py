@@ -15,7 +15,7 @@ from .adders import hardware_adder
 
 __all__ = ["NIConfig", "FLOW_CONTROL_MODES", "HEAD_INFO_BITS", "SCHEDULE_ROW_BITS",
            "FIELD_ADDR_BITS", "STEP_BITS", "MAX_PORTS", "MAX_LINK_STAGES", "full_rate_rx_depth",
-           "check_int", "SIZED_FIELDS", "schedule_needs", "check_schedule_fits",
+           "buffer_banks", "rotation_slack", "check_int", "SIZED_FIELDS", "schedule_needs", "check_schedule_fits",
            "network_config_for"]
 
 #: Flow-control modes: whole sub-messages (the MultiTree paper's) or one credit per flit.
@@ -108,10 +108,12 @@ class NIConfig:
     initial_credits : int
         Credits of a send port after reset: ``rx_buffer_depth`` (credit mode) or
         ``rx_buffer_depth // submessage_flits`` (message mode).
+    buffer_banks : int
+        Banks of the buffer (``hdl.banked_buffer``): the next power of two >= 2 * num_ports.
     full_rate_rx_depth : int
-        ``2 * link_latency + 2 * submessage_flits``: with ``rx_buffer_depth`` at least this, a
-        link runs at one flit per cycle in both modes (for messages of whole sub-messages in
-        message mode; see ``hdl.credit``).
+        ``2 * link_latency + 2 * submessage_flits + buffer_banks``: with ``rx_buffer_depth`` at
+        least this, a link runs at one flit per cycle in both modes (for messages of whole
+        sub-messages in message mode; see ``hdl.credit``).
 
     Raises
     ------
@@ -152,6 +154,9 @@ class NIConfig:
         check_int("link_latency", self.link_latency, 0, MAX_LINK_STAGES)
         if not isinstance(self.routed, bool):
             raise ValueError(f"routed must be True or False, not {self.routed!r}")
+        if self.routed and not self.element_type.associative:
+            raise ValueError(f"a routed NI receives messages in any order, so it adds exactly only "
+                             f"an associative type, not {self.dtype} (hdl.ordering)")
         if self.routed and self.flit_width < ROUTER_HEAD_BITS + HEAD_INFO_BITS:
             raise ValueError(
                 f"flit width {self.flit_width} bits is too narrow for a routed head: the router "
@@ -194,15 +199,34 @@ class NIConfig:
         return self.rx_buffer_depth // self.submessage_flits
 
     @property
+    def buffer_banks(self):
+        return buffer_banks(self.num_ports)
+
+    @property
     def full_rate_rx_depth(self):
-        return full_rate_rx_depth(self.link_latency, self.submessage_flits)
+        return full_rate_rx_depth(self.link_latency, self.submessage_flits, self.buffer_banks)
 
 
-def full_rate_rx_depth(link_latency, submessage_flits):
+def buffer_banks(num_ports):
+    """Banks of the buffer of an NI with ``num_ports`` ports (``hdl.banked_buffer``): the next
+    power of two >= ``2 * num_ports`` (one rotation slot per send engine and reduction lane)."""
+    return 1 << ceil_log2(max(2, 2 * num_ports))
+
+
+def full_rate_rx_depth(link_latency, submessage_flits, banks):
     """Receive-FIFO flits that let a link run at one flit per cycle in both flow-control modes:
-    ``2 * link_latency + 2 * submessage_flits`` (the credit loop's round trip plus two
-    sub-messages; ``hdl.credit``)."""
-    return 2 * link_latency + 2 * submessage_flits
+    ``2 * link_latency + 2 * submessage_flits + banks`` (the credit loop's round trip, two
+    sub-messages, and the ``banks - 1`` cycles a reduction lane may wait for its bank slot;
+    ``hdl.credit``, ``hdl.banked_buffer``)."""
+    return 2 * link_latency + 2 * submessage_flits + banks
+
+
+def rotation_slack(config, lowered):
+    """Most cycles the buffer's bank rotation (``hdl.banked_buffer``) can add to a run of
+    ``lowered`` at full rate: ``2 * (buffer_banks - 1)`` per message on the longest chain of
+    waits (``LoweredSchedule.message_chain``): K - 1 at the sender and K - 1 at the receiver.
+    The RTL's cycles lie between the timing model's and that much more."""
+    return 2 * (config.buffer_banks - 1) * lowered.message_chain
 
 
 def schedule_needs(lowered):
@@ -283,9 +307,10 @@ def network_config_for(lowered, **overrides):
     defaults = NIConfig()
     latency = overrides.get("link_latency", defaults.link_latency)
     sub = overrides.get("submessage_flits", defaults.submessage_flits)
+    ports = overrides.get("num_ports", need["num_ports"])
     chosen = dict(need, routed=first.routed, elems_per_flit=first.elements_per_flit)
-    if isinstance(latency, int) and isinstance(sub, int):
-        chosen["rx_buffer_depth"] = full_rate_rx_depth(latency, sub)
+    if isinstance(latency, int) and isinstance(sub, int) and isinstance(ports, int):
+        chosen["rx_buffer_depth"] = full_rate_rx_depth(latency, sub, buffer_banks(ports))
     chosen.update(overrides)
     config = NIConfig(**chosen)
     for lw in lowered:

@@ -23,7 +23,9 @@ counter accepts a returning credit in the cycle it arrives. Hence the rule:
 * message mode runs at full rate on whole sub-messages iff
   ``(rx_buffer_depth // S - 1) * S >= 2 * link_latency + 1``.
 
-``rx_buffer_depth >= 2 * link_latency + 2 * S`` (``NIConfig.full_rate_rx_depth``) satisfies both.
+``rx_buffer_depth >= 2 * link_latency + 2 * S + K`` (``NIConfig.full_rate_rx_depth``) satisfies both
+with the K-bank buffer of ``hdl.banked_buffer``, whose reduction lane may pop a flit up to K - 1
+cycles late while it waits for its bank slot (that lengthens the loop by as much).
 A message shorter than S flits still takes a whole credit, so in message mode a stream of
 H-flit messages (H < S) runs at ``min(1, (rx_buffer_depth // S) * H / (H + 2 * link_latency + 1))``
 flits per cycle; the tail sub-message of a long message costs a fraction of that.

@@ -1,17 +1,21 @@
 """The MultiTree network interface (docs/hardware.md, "Network interface").
 
-Blocks: a buffer ``RAM`` of ``buffer_depth`` flits (read ports: P send engines, P reduction lanes
-transparent to the lane writes, the host; write ports: P lanes, the host), ``2P`` engine tables,
-P ``SendEngine`` and P ``ReceiveEngine``, a ``ReductionUnit``, ``max_chunks`` arrival counters
-(8 bits, a register array) and the host port.
+Blocks: a ``BankedBuffer`` of ``buffer_depth`` flits in K = ``buffer_banks`` one-read, one-write
+banks served in a fixed rotation (read clients: the P send engines, the first also serving the
+host's reads while the NI is idle, and the P reduction lanes; write clients: the host and the P
+lanes; ``hdl.banked_buffer``), ``2P`` engine tables, P ``SendEngine`` and P ``ReceiveEngine``, a
+``ReductionUnit``, the ``OrderingRule`` of the lanes, ``max_chunks`` arrival counters (8 bits, a
+register array) and the host port.
 
 Run control: ``start`` (a pulse in cycle s) clears the arrival counters, ``done``, ``error`` and
 ``cycles`` and starts every engine (each reads its first row in s); the NI runs from s+1 until
 every engine is done (cycle d: the last write is in its write stage), ``done`` is 1 from d until
 the next start and ``cycles`` = d-s (the cycles from the start pulse to the first cycle ``done``
 reads 1). Credits are not reset by ``start``. Commands are accepted only while not running and not in the start
-cycle; reads complete one per cycle under ``host_rsp`` back-pressure. Do not pulse ``start``
-while a ``host_rsp`` is still pending.
+cycle; reads complete one per cycle under ``host_rsp`` back-pressure. A buffer command is taken
+only in a cycle whose bank slot holds its address (the host's read client is 0, its write
+client 0): consecutive addresses go at one per cycle, a jump waits up to K - 1 cycles. Do not
+pulse ``start`` while a ``host_rsp`` is still pending.
 """
 
 from amaranth.hdl import Const, Module, Mux, Signal
@@ -20,11 +24,13 @@ from amaranth.lib.wiring import In, Out
 
 from .config import STEP_BITS, NIConfig
 from .flit import FlitStream
+from .banked_buffer import BankedBuffer
 from .host import HostCmd, HostRsp, TARGET_BUFFER, TARGET_TABLE
 from .ops import eq_const, select_word
+from .ordering import OrderingRule
 from .ram import RAM
 from .receive_engine import ArrivalTag, ReceiveEngine
-from .reduction import ReductionUnit
+from .reduction import ReductionUnit, write_delay
 from .schedule_table import ScheduleRow
 from .send_engine import SendEngine
 
@@ -91,17 +97,17 @@ class NetworkInterface(wiring.Component):
         taw = cfg.table_addr_width
 
         # --- blocks -------------------------------------------------------------------------
-        lane_ports = tuple(range(p))
-        m.submodules.buffer = buf = RAM(
-            shape=cfg.flit_width, depth=cfg.buffer_depth, num_write=p + 1,
-            transparency=[()] * p + [lane_ports] * p + [()])
-        host_rd, host_wr = buf.read[2 * p], buf.write[p]
+        m.submodules.reduction = red = ReductionUnit(cfg, ArrivalTag)
+        delay = write_delay(red.adder)
+        m.submodules.buffer = buf = BankedBuffer(num_ports=p, depth=cfg.buffer_depth,
+                                                 flit_width=cfg.flit_width, write_delay=delay)
+        nbanks, bits = buf.num_banks, buf.bank_bits
         tables = []
         for e in range(ne):
             t = RAM(shape=ScheduleRow, depth=cfg.table_depth, num_write=1, transparency=[()])
             m.submodules[f"table{e}"] = t
             tables.append(t)
-        m.submodules.reduction = red = ReductionUnit(cfg, ArrivalTag)
+        m.submodules.ordering = order = OrderingRule(cfg)
         senders, receivers = [], []
         for i in range(p):
             s = SendEngine(cfg)
@@ -112,11 +118,23 @@ class NetworkInterface(wiring.Component):
             receivers.append(r)
             wiring.connect(m, wiring.flipped(self.tx[i]), s.flit_out)
             wiring.connect(m, wiring.flipped(self.rx[i]), r.flit_in)
-            m.d.comb += [s.credit_in.eq(self.tx_credit[i]), self.rx_credit[i].eq(r.credit_out)]
-            wiring.connect(m, s.buf, buf.read[i])
+            m.d.comb += [s.credit_in.eq(self.tx_credit[i]), self.rx_credit[i].eq(r.credit_out),
+                         s.slot.eq(buf.read_slot[i]), r.slot.eq(buf.read_slot[p + i])]
+            if i:
+                wiring.connect(m, s.buf, buf.read[i])
             wiring.connect(m, r.lane, red.lanes[i])
             wiring.connect(m, red.mem_read[i], buf.read[p + i])
-            wiring.connect(m, red.mem_write[i], buf.write[i])
+            wiring.connect(m, red.mem_write[i], buf.write[p + i])
+            m.d.comb += [r.retire.valid.eq(red.retire[i].valid),
+                         r.retire.payload.eq(red.retire[i].payload),
+                         order.busy[i].eq(r.busy), order.chunk[i].eq(r.chunk),
+                         order.order[i].eq(r.order), order.addr[i].eq(r.addr),
+                         order.written[i].eq(r.written), r.order_ok.eq(order.ok[i])]
+        for c in range(2 * p, nbanks):      # rotation slots nobody uses
+            m.d.comb += buf.read[c].en.eq(0)
+        for c in [*range(1, p), *range(2 * p, nbanks)]:
+            m.d.comb += buf.write[c].en.eq(0)
+        host_rd, host_wr = buf.read[0], buf.write[0]
         engines = senders + receivers
 
         # --- run control --------------------------------------------------------------------
@@ -188,6 +206,9 @@ class NetworkInterface(wiring.Component):
             m.d.sync += count.eq(Mux(self.start, 0, total))
         for s in senders:
             m.d.comb += s.dep_count.eq(select_word(arrivals, s.dep_chunk, 8, nc))
+        for i, r in enumerate(receivers):
+            m.d.comb += order.arrivals[i].eq(select_word(arrivals, r.chunk, 8, nc))
+        m.d.comb += buf.restart.eq(self.start)
 
         # --- host port ----------------------------------------------------------------------
         cmd = self.host_cmd.payload
@@ -196,16 +217,27 @@ class NetworkInterface(wiring.Component):
         rsp_engine = Signal(4)
         stall = Signal()    # a response waits for host_rsp.ready
         accept = Signal()
+        to_buffer = cmd.target == TARGET_BUFFER
+        in_slot = Signal()      # a buffer command's address is in the host client's bank now
+        if bits:
+            m.d.comb += in_slot.eq(cmd.addr[:bits] == Mux(cmd.write, buf.write_slot[0],
+                                                          buf.read_slot[0]))
+        else:
+            m.d.comb += in_slot.eq(1)
+        sender0 = senders[0].buf
         m.d.comb += [
             stall.eq(rsp_valid & ~self.host_rsp.ready),
-            self.host_cmd.ready.eq(~active & ~stall),
+            self.host_cmd.ready.eq(~active & ~stall & (~to_buffer | in_slot)),
             accept.eq(self.host_cmd.valid & self.host_cmd.ready),
-            host_wr.en.eq(accept & cmd.write & (cmd.target == TARGET_BUFFER)),
+            host_wr.en.eq(accept & cmd.write & to_buffer),
             host_wr.addr.eq(cmd.addr),
             host_wr.data.eq(cmd.data),
-            host_rd.en.eq(~stall),
-            host_rd.addr.eq(cmd.addr),
+            sender0.data.eq(host_rd.data),
         ]
+        with m.If(active):
+            m.d.comb += [host_rd.en.eq(sender0.en), host_rd.addr.eq(sender0.addr)]
+        with m.Else():
+            m.d.comb += [host_rd.en.eq(~stall), host_rd.addr.eq(cmd.addr)]
         for e, (t, eng) in enumerate(zip(tables, engines)):
             m.d.comb += [
                 t.write[0].en.eq(accept & cmd.write & (cmd.target == TARGET_TABLE)
@@ -221,8 +253,15 @@ class NetworkInterface(wiring.Component):
         with m.If(~stall):
             m.d.sync += [rsp_valid.eq(accept & ~cmd.write), rsp_target.eq(cmd.target),
                          rsp_engine.eq(cmd.engine)]
+        # The host client's read data is that of a different bank every cycle: a response that
+        # waits for host_rsp.ready keeps its flit in a register.
+        fresh = Signal()
+        held = Signal(cfg.flit_width)
+        m.d.sync += fresh.eq(accept & ~cmd.write)
+        with m.If(fresh):
+            m.d.sync += held.eq(host_rd.data)
         m.d.comb += [self.host_rsp.valid.eq(rsp_valid),
-                     self.host_rsp.payload.data.eq(host_rd.data)]
+                     self.host_rsp.payload.data.eq(Mux(fresh, host_rd.data, held))]
         with m.If(rsp_target == TARGET_TABLE):
             with m.Switch(rsp_engine):
                 for e, t in enumerate(tables):

@@ -9,8 +9,21 @@ Rows are prefetched as in the send engine (the next row is on ``table.data`` one
 head is popped; a message has at least two flits), so heads cost no extra cycle. The credit
 return (``CreditReturn``) sees every pop.
 
-Latency: a flit on ``flit_in`` in cycle t is popped in t+1 (if the engine is not behind) and
-written by the reduction unit in t+2; the arrival of a message is counted at the end of the tail's
+A payload flit is popped only in a cycle where (1) its address is in the bank of the lane's slot
+(``slot``, ``hdl.banked_buffer``) and (2) ``order_ok`` allows it. The NI computes ``order_ok``
+from what every engine publishes (``busy``, ``chunk``, ``order``, ``addr``, ``written``): the
+ordering rule (``hdl.ordering``) that a contribution writes a flit only after the contribution
+before it in the schedule's order has written it. ``order`` is the row's ``deps``: the receives
+into the chunk at this node that come before this one in the schedule (``golden_model.lowering``);
+on a routed NI, whose messages arrive in any order, it is 0 and the rule is an interlock on the
+flits other lanes have in flight. ``written`` counts this message's completed writes (the lane's
+retirements); a head is taken only once every write of the message before it has completed (with
+the int32 adder that costs nothing: the tail's write retires in the cycle the next head may be
+taken), so what an engine publishes always describes one message.
+
+Latency: a flit on ``flit_in`` in cycle t is popped in t+1 (if the engine is not behind, its
+slot has come and nothing orders it to wait) and written by the reduction unit in t+2 (with the
+int32 adder); the arrival of a message is counted at the end of the tail's
 write cycle, so a dependent send can issue its head in t+3 after the tail reached ``flit_in``
 (on its link in t+4). After the last message, ``done`` is 1 in t+2.
 """
@@ -18,6 +31,7 @@ write cycle, so a dependent send can issue its head in t+3 after the tail reache
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
 
 from .config import NIConfig, ROUTER_HEAD_BITS
 from .credit import CreditReturn
@@ -53,6 +67,16 @@ class ReceiveEngine(wiring.Component):
         Credit pulses to the link.
     lane : ``Out(stream.Signature(LaneRequest(config, ArrivalTag), always_ready=True))``
         To this port's reduction lane.
+    retire : ``In(stream.Signature(ArrivalTag, always_ready=True))``
+        The lane's retirements (its writes).
+    slot : ``In(bank_bits)``
+        The bank the lane may read this cycle.
+    order_ok : ``In(1)``
+        The ordering rule allows the payload flit at ``addr`` this cycle.
+    busy, chunk, order, addr, written : ``Out``
+        A message is in progress or has writes in flight; its chunk, its order (row ``deps``), the address of its next
+        payload flit, and the address below which its flits are written (all of the message's
+        flits from its first address up to ``written`` have completed their writes).
     done : ``Out(1)``
         Nothing left: no message in progress and the table exhausted (high after reset). The
         tail's write is then in the reduction unit's write stage, which completes at the end of
@@ -76,6 +100,14 @@ class ReceiveEngine(wiring.Component):
             "flit_in": In(FlitStream(config.flit_width)),
             "credit_out": Out(1),
             "lane": Out(stream.Signature(LaneRequest(config, ArrivalTag), always_ready=True)),
+            "retire": In(stream.Signature(ArrivalTag, always_ready=True)),
+            "slot": In(ceil_log2(config.buffer_banks)),
+            "order_ok": In(1),
+            "busy": Out(1),
+            "chunk": Out(8),
+            "order": Out(8),
+            "addr": Out(20),
+            "written": Out(20),
             "done": Out(1),
             "step": Out(16),
             "error": Out(1),
@@ -102,7 +134,10 @@ class ReceiveEngine(wiring.Component):
         addr = Signal(20)
         op = Signal.like(self.lane.payload.op)
         chunk = Signal(8)
+        order = Signal(8)
+        written = Signal(20)
         cur_step = Signal(16)
+        bank_bits = len(self.slot)
 
         row = self.table.data
         row_valid = Signal()
@@ -114,9 +149,13 @@ class ReceiveEngine(wiring.Component):
         take_head = Signal()
         take_body = Signal()
         drop = Signal()
+        slot_ok = Signal()
+        m.d.comb += slot_ok.eq((addr[:bank_bits] == self.slot) if bank_bits else 1)
+        drained = Signal()      # every write of the previous message has completed
+        m.d.comb += drained.eq((written + self.retire.valid)[:len(written)] == addr)
         m.d.comb += [
-            take_head.eq(have & ~in_msg & row_valid),
-            take_body.eq(have & in_msg),
+            take_head.eq(have & ~in_msg & row_valid & drained),
+            take_body.eq(have & in_msg & slot_ok & self.order_ok),
             drop.eq(have & ~in_msg & ~row_valid),
             rx.r_stream.ready.eq(take_head | take_body | drop),
             ret.pop.eq(rx.r_stream.valid & rx.r_stream.ready),
@@ -158,8 +197,12 @@ class ReceiveEngine(wiring.Component):
                 addr.eq(use.addr),
                 op.eq(use.op),
                 chunk.eq(use.chunk),
+                order.eq(0 if cfg.routed else row.deps),
+                written.eq(use.addr),
                 cur_step.eq(use.step),
             ]
+        with m.Elif(self.retire.valid):
+            m.d.sync += written.eq(written + 1)
         with m.If(take_body):
             m.d.sync += [remaining.eq(remaining - 1), addr.eq(addr + 1)]
             with m.If(last):
@@ -173,6 +216,11 @@ class ReceiveEngine(wiring.Component):
             lane.op.eq(op),
             lane.tag.last.eq(last),
             lane.tag.chunk.eq(chunk),
+            self.busy.eq(in_msg | (written != addr)),
+            self.chunk.eq(chunk),
+            self.order.eq(order),
+            self.addr.eq(addr),
+            self.written.eq(written),
         ]
 
         with m.If(self.start):

@@ -1,33 +1,28 @@
-"""The reduction unit: P read-modify-write lanes into the NI buffer.
+"""The reduction unit: P read-modify-write lanes into the banked NI buffer.
 
-Pipeline of a lane, one flit per cycle, never stalls:
+Pipeline of a lane, one flit per cycle, never stalls (``L`` = the element type's adder latency,
+``hdl.adders``; ``write_delay = 1 + L``):
 
-* cycle t ("read"): the request is on ``lanes[i]``; its address goes to ``mem_read[i]``;
-* cycle t+1 ("modify and write"): the old flit comes back, ``old + payload`` (REDUCE, element-wise
-  with the element type's hardware adder, ``hdl.adders``: int32 wraps modulo 2^32) or ``payload``
-  (COPY) is written through ``mem_write[i]``, and the
-  request's tag is presented on ``retire[i]`` (the write is visible to every read from t+2 on, and
-  to the lanes' reads in t+1 through transparency).
+* cycle t ("read"): the request is on ``lanes[i]``; its address goes to ``mem_read[i]`` (the
+  lane's client of ``hdl.banked_buffer.BankedBuffer``: the receive engine only issues a request
+  whose bank is the lane's slot this cycle);
+* cycles t+1 .. t+L ("add"): the old flit comes back in t+1 and enters the hardware adder
+  (element-wise ``old + payload``, int32 wrapping modulo 2^32) while the request travels beside
+  it for L cycles; the result is the sum (REDUCE) or the payload (COPY);
+* cycle t + write_delay ("write"): the result goes to ``mem_write[i]``, which the buffer's write
+  rotation gives exactly that bank in that cycle, and the request's tag is on ``retire[i]``; the
+  write is visible to every read from the next cycle on.
 
-Hazards. The buffer's lane read ports must be transparent to every lane write port (``RAM``
-``transparency``): a read in the cycle of a write to the same address returns the new data, so a
-flit that follows another one to the same address one cycle later (read-after-write) sees its
-result. Lanes whose requests are in the write stage with the same address in the same cycle read
-the same old value; they are combined: only the lowest such lane writes,
-``base + sum of the group's REDUCE payloads`` where ``base`` is the old flit, or the payload of the
-group's lowest COPY lane when there is one. So concurrent REDUCEs into one chunk from several
-ports never lose an update.
-
-Summation order of a combined group: ``((base + p_i) + p_j) + ...`` over the group's REDUCE lanes
-in lane (port) order, whatever order the schedule gives those contributions. For int32, whose
-add is associative and commutative modulo 2^32, that is the schedule's result bit for bit. For a
-non-associative add (floating point) it is not: lane order is arrival order under back-pressure,
-not the schedule's order, so such a type needs a per-flit ordering rule instead of combining
-(``ElementType.associative``; docs/hardware.md, "Reduction unit"). ``ReductionUnit`` therefore
-refuses an element type whose add is not associative.
+Hazards. Two lanes never touch one bank in one cycle (the rotation), so nothing is combined or
+arbitrated here; what keeps read-modify-writes of one flit by two lanes exact is the ordering
+rule the receive engines follow (``hdl.receive_engine``): the contribution of order k into a
+chunk reads flit f only after the contribution of order k-1 has written it, in the schedule's
+order. A read of flit f therefore never falls between another lane's read and write of f, and
+the additions into each flit happen in the schedule's summation order, whatever the arrival
+timing: for every element type, associative or not.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -35,7 +30,12 @@ from .adders import hardware_adder
 from .config import NIConfig
 from .flit import Op
 
-__all__ = ["ReductionUnit", "LaneRequest"]
+__all__ = ["ReductionUnit", "LaneRequest", "write_delay"]
+
+
+def write_delay(adder):
+    """Cycles from a lane's buffer read to its write of the same flit: 1 + ``adder.latency``."""
+    return 1 + adder.latency
 
 
 class LaneRequest(data.StructLayout):
@@ -58,14 +58,17 @@ class LaneRequest(data.StructLayout):
 
 
 class ReductionUnit(wiring.Component):
-    """``num_ports`` read-modify-write lanes with same-address combining.
+    """``num_ports`` read-modify-write lanes of ``write_delay(config)`` cycles.
 
     Parameters
     ----------
     config : NIConfig
     tag_shape : shape-like
         Shape of the tag passed from a request to its retirement (the NI uses it for
-        ``last`` and ``chunk``).
+        ``last``, ``chunk`` and the message's sequence bit).
+    adder : optional
+        The adder (``hdl.adders``); default the element type's. The buffer's write rotation
+        must use ``write_delay(unit.adder)``.
 
     Members
     -------
@@ -74,21 +77,13 @@ class ReductionUnit(wiring.Component):
     retire : ``Out(stream.Signature(tag_shape, always_ready=True)).array(num_ports)``
         Valid in the cycle a request's write happens, with its tag.
     mem_read : ``In(ReadPort.Signature(buffer_addr_width, flit_width)).array(num_ports)``
-        To the buffer; must be transparent to every ``mem_write`` port.
     mem_write : ``In(WritePort.Signature(buffer_addr_width, flit_width)).array(num_ports)``
     """
 
-    def __init__(self, config, tag_shape=unsigned(1)):
+    def __init__(self, config, tag_shape=unsigned(1), adder=None):
         if not isinstance(config, NIConfig):
             raise ValueError(f"config must be an NIConfig, not {config!r}")
-        if not config.element_type.associative:
-            raise ValueError(f"the reduction unit combines same-address lanes in port order, "
-                             f"which is exact only for an associative add, not "
-                             f"{config.dtype} (see the module docstring)")
-        self._adder = hardware_adder(config.element_type)
-        if self._adder.latency:
-            raise ValueError(f"the reduction unit's write stage needs a combinational adder, "
-                             f"not one of {self._adder.latency} cycles ({config.dtype})")
+        self.adder = hardware_adder(config.element_type) if adder is None else adder
         self._config = config
         self._request = LaneRequest(config, tag_shape)
         p, aw, fw = config.num_ports, config.buffer_addr_width, config.flit_width
@@ -102,51 +97,29 @@ class ReductionUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        p, e = cfg.num_ports, cfg.elems_per_flit
+        e = cfg.elems_per_flit
         elems = data.ArrayLayout(unsigned(cfg.elem_width), e)
-        # Write stage registers, one set per lane.
-        valid = [Signal(name=f"wr{i}_valid") for i in range(p)]
-        req = [Signal(self._request, name=f"wr{i}_req") for i in range(p)]
-        for i in range(p):
+        latency = self.adder.latency
+        for i in range(cfg.num_ports):
             lane = self.lanes[i]
             m.d.comb += [self.mem_read[i].en.eq(1), self.mem_read[i].addr.eq(lane.payload.addr)]
-            m.d.sync += [valid[i].eq(lane.valid), req[i].eq(lane.payload)]
-        # same[i][j], j != i: lanes i and j are both in the write stage with one address.
-        same = [[None] * p for _ in range(p)]
-        for i in range(p):
-            for j in range(i + 1, p):
-                hit = Signal(name=f"same{i}_{j}")
-                m.d.comb += hit.eq(valid[i] & valid[j] & (req[i].addr == req[j].addr))
-                same[i][j] = same[j][i] = hit
-        for i in range(p):
+            valid = Signal(name=f"add{i}_valid")
+            req = Signal(self._request, name=f"add{i}_req")
+            m.d.sync += [valid.eq(lane.valid), req.eq(lane.payload)]
             old = elems(self.mem_read[i].data)
-            # Lane i writes only if no lower lane has its address; then its group is lanes
-            # j >= i, the lowest of which is i.
-            writer = Signal(name=f"wr{i}_writer")
-            m.d.comb += writer.eq(valid[i] & ~Cat(same[i][j] for j in range(i)).any()
-                                  if i else valid[i])
-            copy, add = {}, {}
-            for j in range(i, p):
-                in_group = valid[i] if j == i else same[i][j]
-                copy[j] = Signal(name=f"wr{i}_copy{j}")
-                add[j] = Signal(name=f"wr{i}_add{j}")
-                m.d.comb += [copy[j].eq(in_group & (req[j].op == Op.COPY)),
-                             add[j].eq(in_group & (req[j].op == Op.REDUCE))]
-            # base: the lowest COPY lane of the group, else the old flit.
-            base = [old[k] for k in range(e)]
-            for j in reversed(range(i, p)):
-                base = [Mux(copy[j], req[j].data[k], base[k]) for k in range(e)]
-            new = Signal(elems, name=f"wr{i}_new")
+            sums = [self.adder.add(m, old[k], req.data[k]) for k in range(e)]
+            for _ in range(latency):    # the request travels beside the adder's stages
+                nv, nr = Signal(), Signal(self._request)
+                m.d.sync += [nv.eq(valid), nr.eq(req)]
+                valid, req = nv, nr
+            new = Signal(elems, name=f"add{i}_new")
             for k in range(e):
-                total = base[k]
-                for j in range(i, p):
-                    total = self._adder.add(total, Mux(add[j], req[j].data[k], 0))
-                m.d.comb += new[k].eq(total)
+                m.d.comb += new[k].eq(Mux(req.op == Op.COPY, req.data[k], sums[k]))
             m.d.comb += [
-                self.mem_write[i].en.eq(writer),
-                self.mem_write[i].addr.eq(req[i].addr),
+                self.mem_write[i].en.eq(valid),
+                self.mem_write[i].addr.eq(req.addr),
                 self.mem_write[i].data.eq(new),
-                self.retire[i].valid.eq(valid[i]),
-                self.retire[i].payload.eq(req[i].tag),
+                self.retire[i].valid.eq(valid),
+                self.retire[i].payload.eq(req.tag),
             ]
         return m

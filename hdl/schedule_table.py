@@ -36,7 +36,8 @@ class ScheduleRow(data.Struct):
     flits : unsigned(20)
         Payload flits of the message.
     deps : unsigned(8)
-        SEND: receives into ``chunk`` that must have completed; RECV: 0.
+        SEND: receives into ``chunk`` that must have completed; RECV: the order of this
+        contribution into ``chunk`` (the receives before it, ``hdl.ordering``; unused routed).
     dest, src : unsigned(10)
         Routed SEND rows: destination and source router terminals (the router's head); else 0.
     """

@@ -14,6 +14,12 @@ flit, so the next head can issue right after the current tail: **no idle cycle b
 when the next row's dependencies are met and a credit is there. After ``start`` (cycle s) the
 first row is read in cycle s and the first head can issue in s+1 (on the link input in s+2).
 
+Bank slots (``hdl.banked_buffer``): a payload flit is read only in a cycle where its address is
+in the bank of the engine's ``slot``; a head issues only when the message's first payload flit
+will be in the next cycle's slot (or the message has no payload), so a message streams at one
+flit per cycle from its head on. Waiting for the slot costs at most K - 1 cycles per message and
+per stall (a credit the engine waited for).
+
 Routed NI (``NIConfig.routed``): the head carries the router's ``RouterHead`` (the row's
 ``dest`` and ``src`` terminals, ``flits``) in its low 32 bits and the ``HeadInfo`` above it.
 """
@@ -21,6 +27,7 @@ Routed NI (``NIConfig.routed``): the head carries the router's ``RouterHead`` (t
 from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
 
 from .config import NIConfig, ROUTER_HEAD_BITS
 from .credit import CreditCounter
@@ -45,7 +52,9 @@ class SendEngine(wiring.Component):
     table : ``In(ReadPort.Signature(table_addr_width, ScheduleRow))``
         The engine's table (driven while running).
     buf : ``In(ReadPort.Signature(buffer_addr_width, flit_width))``
-        A buffer read port (not transparent).
+        The engine's read client of the banked buffer.
+    slot : ``In(bank_bits)``
+        The bank that client may read this cycle.
     dep_chunk : ``Out(8)``
         The chunk of the row waiting to be sent.
     dep_count : ``In(8)``
@@ -72,6 +81,7 @@ class SendEngine(wiring.Component):
                                                   shape=ScheduleRow)),
             "buf": In(memory.ReadPort.Signature(addr_width=config.buffer_addr_width,
                                                 shape=unsigned(config.flit_width))),
+            "slot": In(ceil_log2(config.buffer_banks)),
             "dep_chunk": Out(8),
             "dep_count": In(8),
             "flit_out": Out(FlitStream(config.flit_width)),
@@ -111,11 +121,20 @@ class SendEngine(wiring.Component):
         ]
         head_go = Signal()
         body_go = Signal()
+        bits = len(self.slot)
+        aligned = Signal()        # the first payload flit's bank is next cycle's slot
+        slot_ok = Signal()        # the next payload flit's bank is this cycle's slot
+        if bits:
+            m.d.comb += [aligned.eq(is_zero(row.flits)
+                                    | (row.addr[:bits] == (self.slot + 1)[:bits])),
+                         slot_ok.eq(addr[:bits] == self.slot)]
+        else:
+            m.d.comb += [aligned.eq(1), slot_ok.eq(1)]
         m.d.comb += [
             self.dep_chunk.eq(row.chunk),
             credits.head.eq(~in_msg),
-            head_go.eq(~in_msg & row_valid & deps_ok & credits.ready),
-            body_go.eq(in_msg & credits.ready),
+            head_go.eq(~in_msg & row_valid & deps_ok & aligned & credits.ready),
+            body_go.eq(in_msg & slot_ok & credits.ready),
             credits.send.eq(head_go | body_go),
             self.error.eq(row_valid & ge_const(row.chunk, cfg.max_chunks)),
         ]

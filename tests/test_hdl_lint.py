@@ -76,7 +76,7 @@ def test_network_config_for_fits_the_schedule():
     assert (config.num_ports, config.max_chunks) == (4, 16)
     assert config.buffer_depth >= lowered.buffer_flits
     assert config.table_depth >= lowered.table_depth
-    assert config.rx_buffer_depth == config.full_rate_rx_depth == 2 * 3 + 2 * 16
+    assert config.rx_buffer_depth == config.full_rate_rx_depth == 2 * 3 + 2 * 16 + 8  # 8 banks
     with pytest.raises(ValueError, match=r"multitree on torus:4x4 needs [0-9,]+ buffer flits, "
                                          r"the hardware has 8 \(buffer_depth\)"):
         network_config_for(lowered, buffer_depth=8)

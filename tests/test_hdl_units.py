@@ -55,7 +55,7 @@ def test_config_message_mode_needs_one_submessage():
     with pytest.raises(ValueError, match="rx_buffer_depth 8"):
         NIConfig(rx_buffer_depth=8, submessage_flits=16)
     cfg = NIConfig(rx_buffer_depth=40, submessage_flits=16, link_latency=4)
-    assert cfg.initial_credits == 2 and cfg.full_rate_rx_depth == 40
+    assert cfg.initial_credits == 2 and cfg.full_rate_rx_depth == 2 * 4 + 2 * 16 + 8   # 8 banks
     assert NIConfig(flow_control="credit", rx_buffer_depth=7).initial_credits == 7
 
 
@@ -376,62 +376,61 @@ def test_flow_control_rule_is_tight(mode, depth, latency, sub):
 # --- reduction unit -----------------------------------------------------------------------------
 
 class RMWHarness(Elaboratable):
-    """ReductionUnit on a RAM with an extra write port (init) and read port (check)."""
+    """ReductionUnit on the BankedBuffer; write client 0 initialises, read client 0 checks."""
 
-    def __init__(self, cfg, depth):
+    def __init__(self, cfg, depth, adder):
+        from hdl.banked_buffer import BankedBuffer
+        from hdl.reduction import write_delay
         self.cfg = cfg
-        self.red = ReductionUnit(cfg, tag_shape=8)
-        self.ram = RAM(shape=cfg.flit_width, depth=depth, num_write=cfg.num_ports + 1,
-                       transparency=[tuple(range(cfg.num_ports))] * cfg.num_ports + [()])
+        self.red = ReductionUnit(cfg, tag_shape=8, adder=adder)
+        self.buf = BankedBuffer(num_ports=cfg.num_ports, depth=depth,
+                                flit_width=cfg.flit_width, write_delay=write_delay(adder))
 
     def elaborate(self, platform):
         from amaranth.lib import wiring
         m = Module()
         m.submodules.red = self.red
-        m.submodules.ram = self.ram
-        for i in range(self.cfg.num_ports):
-            wiring.connect(m, self.red.mem_read[i], self.ram.read[i])
-            wiring.connect(m, self.red.mem_write[i], self.ram.write[i])
+        m.submodules.buf = self.buf
+        p = self.cfg.num_ports
+        for i in range(p):
+            wiring.connect(m, self.red.mem_read[i], self.buf.read[p + i])
+            wiring.connect(m, self.red.mem_write[i], self.buf.write[p + i])
         return m
 
 
-def rmw_model(mem, requests, e):
-    """Apply one cycle of lane requests [(lane, addr, data, op)] to ``mem`` (uint32 array)."""
-    groups = {}
-    for lane, addr, data, op in sorted(requests):
-        groups.setdefault(addr, []).append((data, op))
-    for addr, reqs in groups.items():
-        copies = [d for d, op in reqs if op is Op.COPY]
-        base = np.array(copies[0] if copies else mem[addr], dtype=np.uint64)
-        total = base + sum((np.array(d, dtype=np.uint64) for d, op in reqs if op is Op.REDUCE),
-                           np.zeros(e, dtype=np.uint64))
-        mem[addr] = (total % (1 << 32)).astype(np.uint32)
-
-
-@pytest.mark.parametrize("lanes", [1, 3, 4])
-def test_reduction_unit_matches_numpy_model(lanes):
-    cfg = NIConfig(num_ports=lanes, elems_per_flit=4, buffer_depth=8)
-    depth, e = 6, cfg.elems_per_flit
-    dut = RMWHarness(cfg, depth)
-    rng = np.random.default_rng(lanes)
+@pytest.mark.parametrize("lanes, latency", [(1, 0), (3, 0), (4, 0), (4, 2), (2, 5)])
+def test_reduction_unit_on_the_banked_buffer_matches_numpy(lanes, latency):
+    """Random read-modify-writes from every lane, each in its bank slot, with a pipelined adder
+    of ``latency`` cycles: every flit ends as numpy's sum in read order, every request retires
+    exactly ``1 + latency`` cycles after it was issued, and a client never meets another at a
+    bank (the rotation). The generator obeys the ordering rule's guarantee: no lane reads a flit
+    another lane has in flight."""
+    from hdl.adders import IntAdder
+    from hdl.config import buffer_banks
+    k = buffer_banks(lanes)
+    cfg = NIConfig(num_ports=lanes, elems_per_flit=4, buffer_depth=3 * k)
+    depth, e, d = 3 * k, cfg.elems_per_flit, 1 + latency
+    dut = RMWHarness(cfg, depth, IntAdder(32, latency))
+    rng = np.random.default_rng(lanes * 10 + latency)
     init = rng.integers(0, 1 << 32, size=(depth, e), dtype=np.uint64).astype(np.uint32)
-    cycles = []
-    for t in range(160):
-        phase = t // 40     # random, all lanes one address, RAW on one lane, random with gaps
+    model = init.astype(np.uint64)
+    plan, in_flight = [], {}        # in_flight: addr -> cycle its write completes
+    for t in range(200):
         reqs = []
         for lane in range(lanes):
-            if phase == 3 and rng.random() < 0.5:
+            bank = (lane + lanes + t) % k          # the lane's read slot in cycle t
+            if rng.random() < 0.2:
                 continue
-            if phase == 2 and lane:
+            addr = bank + k * int(rng.integers(0, depth // k))
+            if in_flight.get(addr, -1) >= t:
                 continue
-            addr = int(rng.integers(0, depth)) if phase in (0, 3) else 2
             op = Op.COPY if rng.random() < 0.15 else Op.REDUCE
-            data = rng.integers(0, 1 << 32, size=e, dtype=np.uint64).astype(np.uint32)
-            reqs.append((lane, addr, tuple(int(x) for x in data), op))
-        cycles.append(reqs)
-    model = init.copy()
-    for reqs in cycles:
-        rmw_model(model, reqs, e)
+            data = rng.integers(0, 1 << 32, size=e, dtype=np.uint64)
+            model[addr] = data if op is Op.COPY else model[addr] + data
+            in_flight[addr] = t + d
+            reqs.append((lane, addr, data, op))
+        plan.append(reqs)
+    model %= 1 << 32
 
     def word(vals):
         return sum(int(v) << (32 * k) for k, v in enumerate(vals))
@@ -439,14 +438,19 @@ def test_reduction_unit_matches_numpy_model(lanes):
     retired = []
 
     async def bench(ctx):
-        init_port = dut.ram.write[lanes]
-        for a in range(depth):
+        init_port = dut.buf.write[0]
+        for t in range(depth + k):          # write each flit when client 0's slot holds it
+            bank = (t - d) % k
+            a = bank + k * ((t // k) % (depth // k)) if t < depth + k else 0
             ctx.set(init_port.en, 1)
             ctx.set(init_port.addr, a)
             ctx.set(init_port.data, word(init[a]))
             await ctx.tick()
         ctx.set(init_port.en, 0)
-        for t, reqs in enumerate(cycles + [[], []]):
+        ctx.set(dut.buf.restart, 1)
+        await ctx.tick()
+        ctx.set(dut.buf.restart, 0)
+        for t, reqs in enumerate(plan + [[]] * (d + 1)):
             active = {lane: r for lane, *r in reqs}
             for lane in range(lanes):
                 port = dut.red.lanes[lane]
@@ -462,18 +466,22 @@ def test_reduction_unit_matches_numpy_model(lanes):
                 if ctx.get(dut.red.retire[lane].valid):
                     retired.append((t, lane, ctx.get(dut.red.retire[lane].payload)))
             await ctx.tick()
-        check = dut.ram.read[lanes]
-        for a in range(depth):
+        check = dut.buf.read[0]
+        ctx.set(dut.buf.restart, 1)
+        await ctx.tick()
+        ctx.set(dut.buf.restart, 0)
+        for t in range(depth):              # phase is t now: client 0 reads bank t % k
+            a = t % k + k * (t // k)
+            ctx.set(check.en, 1)
             ctx.set(check.addr, a)
             await ctx.tick()
             got = ctx.get(check.data)
-            want = word(model[a])
-            assert got == want, f"address {a}: {got:#x} != {want:#x}"
+            assert got == word(model[a]), f"address {a}: {got:#x} != {word(model[a]):#x}"
 
     run(dut, bench)
-    expected = [(t + 1, lane, (t * 7 + lane) & 0xFF) for t, reqs in enumerate(cycles)
-                for lane, *_ in sorted(reqs)]
-    assert retired == expected
+    expected = [(t + d, lane, (t * 7 + lane) & 0xFF) for t, reqs in enumerate(plan)
+                for lane, *_ in sorted(reqs, key=lambda r: r[0])]
+    assert sorted(retired) == sorted(expected)
 
 
 # --- the Verilog RAM module (hdl.ram in to_verilog) against the Memory path ---------------------

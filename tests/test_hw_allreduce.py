@@ -27,6 +27,7 @@ import pytest
 from allreduce_rtl.plan import plan_hardware
 from golden_model.lowering import Direction
 from golden_model.topology import parse_topology
+from hdl.config import rotation_slack
 from hdl.host import load_commands
 from tb import harness
 from tb.runner import HardwareBuild, RunSpec
@@ -128,10 +129,11 @@ def test_allreduce_torus_8x8(sim, algorithm, record_property):
 
 
 @pytest.mark.parametrize("sim", SIMULATORS)
-def test_full_rate_matches_the_model_exactly(sim, record_property):
+def test_full_rate_matches_the_model_within_the_rotation_slack(sim, record_property):
     """With receive FIFOs deep enough for full rate (``network_config_for``) and credit flow
-    control, no send waits for a credit: the RTL takes exactly the cycles of the timing model
-    configured like the NI (docs/hardware.md, "Pipeline timing")."""
+    control, no send waits for a credit: the RTL takes the cycles of the timing model configured
+    like the NI (docs/hardware.md, "Pipeline timing") plus at most the bank rotation's slack,
+    ``2 (K - 1)`` cycles per message on the longest chain (``hdl.config.rotation_slack``)."""
     topo = parse_topology("mesh:2x3", link_latency=LINK_LATENCY)
     plan = plan_hardware(topo, ALGORITHMS, 6 * 40 + 3, flow_control="credit",
                          link_latency=LINK_LATENCY, submessage_flits=TIGHT["submessage_flits"])
@@ -140,8 +142,10 @@ def test_full_rate_matches_the_model_exactly(sim, record_property):
     specs = _specs(plan.runs, _seed(sim, "full"))
     results = build.run(specs)
     _check(plan, build, plan.runs, specs, results, record_property)
-    for spec, res in zip(specs, results):
-        assert res.cycles == spec.expected_cycles, (spec.name, res.cycles, spec.expected_cycles)
+    for run, spec, res in zip(plan.runs, specs, results):
+        slack = rotation_slack(plan.config, run.lowered)
+        assert spec.expected_cycles <= res.cycles <= spec.expected_cycles + slack, (
+            spec.name, res.cycles, spec.expected_cycles, slack)
 
 
 # --------------------------------------------------------------------------------------------
