@@ -1,7 +1,7 @@
 """The receive engine of one port: receive FIFO, head check, hand-off to a reduction lane.
 
-Flits from the link go into a ``SyncFIFO`` of ``rx_buffer_depth`` flits (a flit arriving at a full
-FIFO is an error). The engine pops one flit per cycle: a head is checked against the row on
+Flits from the link go into a FIFO of ``rx_buffer_depth`` flits (``hdl.fifo.make_fifo``: a
+one-read, one-write memory above 4 entries; a flit arriving at a full FIFO is an error). The engine pops one flit per cycle: a head is checked against the row on
 ``table.data`` (kind, flow, step, chunk, op, flits; a mismatch is an error, the engine carries on
 with the row's values), then payload flit i goes to the reduction lane with address ``addr + i``
 and the row's op, tagged ``last`` on the tail so the NI counts the arrival when its write retires.
@@ -29,12 +29,13 @@ write cycle, so a dependent send can issue its head in t+3 after the tail reache
 """
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from .config import NIConfig, ROUTER_HEAD_BITS
 from .credit import CreditReturn
+from .fifo import make_fifo
 from .flit import Flit, FlitKind, FlitStream, HeadInfo
 from .ops import eq_const, ge_const, is_zero
 from .reduction import LaneRequest
@@ -118,7 +119,7 @@ class ReceiveEngine(wiring.Component):
         cfg = self._config
         depth = cfg.table_depth
         flit_layout = Flit(cfg.flit_width)
-        m.submodules.fifo = rx = fifo.SyncFIFO(width=flit_layout.size, depth=cfg.rx_buffer_depth)
+        m.submodules.fifo = rx = make_fifo(width=flit_layout.size, depth=cfg.rx_buffer_depth)
         m.submodules.credit = ret = CreditReturn(cfg)
         overflow = Signal()
         m.d.comb += [

@@ -16,11 +16,12 @@ Between an NI port and its terminal sits a ``RouterPort``: the NI's link-level f
 """
 
 from amaranth.hdl import Module
-from amaranth.lib import fifo, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .config import NIConfig
 from .credit import CreditCounter, CreditReturn
+from .fifo import make_fifo
 from .flit import Flit, FlitStream
 from .network import Network
 from .router.flit import PacketFlit, is_head_kind
@@ -87,7 +88,7 @@ class RouterPort(wiring.Component):
         m = Module()
         cfg = self._config
         layout = Flit(cfg.flit_width)
-        m.submodules.tx_fifo = txq = fifo.SyncFIFO(width=layout.size, depth=cfg.rx_buffer_depth)
+        m.submodules.tx_fifo = txq = make_fifo(width=layout.size, depth=cfg.rx_buffer_depth)
         m.submodules.tx_return = ret = CreditReturn(cfg)
         front = layout(txq.r_data)
         m.d.comb += [

@@ -36,12 +36,13 @@ import re
 
 from amaranth.back import verilog
 from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, ResetSignal, Signal, Value
-from amaranth.lib import fifo, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..config import MAX_LINK_STAGES, NIConfig
 from ..credit import CreditCounter
 from ..delay_line import DelayLine
+from ..fifo import make_fifo
 from ..ops import eq_const
 from .arbiter import RoundRobinArbiter
 from .flit import PacketFlit, is_tail_kind, vc_bits
@@ -267,7 +268,7 @@ class EjectionPort(wiring.Component):
         rdy = Signal(v)
         pops = Signal(v)
         for w in range(v):
-            buf = m.submodules[f"vc{w}"] = fifo.SyncFIFO(width=layout.size, depth=prm.vc_buf_depth)
+            buf = m.submodules[f"vc{w}"] = make_fifo(width=layout.size, depth=prm.vc_buf_depth)
             bufs.append(buf)
             w_en = self.inp.valid & (eq_const(self.inp.flit.vc, w) if vcw else 1)
             m.d.comb += [buf.w_en.eq(w_en),

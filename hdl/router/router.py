@@ -2,8 +2,8 @@
 
 Blocks, named as in the textbook and BookSim:
 
-* ``InputUnit`` per input port: one ``VirtualChannel`` buffer (a ``SyncFIFO`` of
-  ``vc_buf_depth`` flits) and one state machine per VC (``VCState``: idle, routing, vc_alloc,
+* ``InputUnit`` per input port: one ``VirtualChannel`` buffer (``hdl.fifo.make_fifo``
+  of ``vc_buf_depth`` flits: a one-read, one-write memory above 4 entries) and one state machine per VC (``VCState``: idle, routing, vc_alloc,
   active) and one ``RouteCompute`` per VC;
 * ``RouteCompute``: the output port from a constant ``RoutingTable`` (``hdl.router.routing``:
   dimension order on mesh and torus, golden routes through fat-tree/BiGraph switches) and the
@@ -49,11 +49,12 @@ it in the cycle it arrives. Over links of latency L the credit round trip of one
 """
 
 from amaranth.hdl import Cat, Const, Module, Signal
-from amaranth.lib import data, enum, fifo, wiring
+from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..config import NIConfig
 from ..credit import CreditCounter
+from ..fifo import make_fifo
 from ..ops import eq_const, ge_const, select_word
 from .arbiter import RoundRobinArbiter
 from .flit import ROUTER_HEAD_BITS, RouterFlit, is_tail_kind, vc_bits
@@ -318,7 +319,7 @@ class InputUnit(wiring.Component):
         layout = prm.flit_layout
         half = v // 2
         for i in range(v):
-            buf = fifo.SyncFIFO(width=layout.size, depth=prm.vc_buf_depth)
+            buf = make_fifo(width=layout.size, depth=prm.vc_buf_depth)
             m.submodules[f"vc{i}"] = buf
             rc = RouteCompute(self.table, self.port, v, routes=self._routes)
             m.submodules[f"rc{i}"] = rc
