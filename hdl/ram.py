@@ -1,4 +1,8 @@
-"""A multi-port RAM with two back ends: ``amaranth.lib.memory.Memory`` or a compact Verilog module.
+"""A RAM with two back ends: ``amaranth.lib.memory.Memory`` or a compact Verilog module.
+
+Every memory of the hardware (``hdl.banked_buffer``, ``hdl.fifo``, ``hdl.delay_line``, the
+engine tables, the CXL banks) is built with one write port and one read port, what block RAM and
+SRAM macros have; the class takes more ports only for its own tests of the two back ends.
 
 Why two: Amaranth's Verilog back end writes a memory's initial contents as one ``initial``
 assignment per word, and Yosys takes minutes on a 600k-flit buffer (and Verilator would compile
