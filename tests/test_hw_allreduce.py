@@ -96,8 +96,11 @@ def _check(plan, build, runs, specs, results, record_property=None):
         # The network's counter: from the start cycle to the first cycle done reads 1.
         assert res.cycles == res.tb_cycles + 1
         # The model (configured like the NI) is exact unless a send waits for a credit, which
-        # these tight receive FIFOs make happen; far off would be a throughput bug.
-        assert verdict.model_cycles <= res.cycles <= 3 * verdict.model_cycles, verdict.message
+        # these tight receive FIFOs make happen, or for its bank slot (at most the rotation's
+        # slack, which dominates one-flit messages); far off would be a throughput bug.
+        slack = rotation_slack(build.config, run.lowered)
+        assert (verdict.model_cycles <= res.cycles
+                <= 3 * verdict.model_cycles + slack), (verdict.message, slack)
         if record_property is not None:
             record_property(f"{res.name}_rtl_cycles", res.cycles)
             record_property(f"{res.name}_model_cycles", verdict.model_cycles)
