@@ -72,10 +72,9 @@ class BankedBuffer(wiring.Component):
     -------
     restart : ``In(1)``
         Pulse: ``phase`` is 0 in the next cycle.
-    phase : ``Out(log2 K)``
-        The rotation's position.
     read_slot, write_slot : ``Out(log2 K).array(K)``
-        The bank read client c owns this cycle, ``(c + phase) % K``, and the bank write client w
+        The bank read client c owns this cycle, ``(c + phase) % K`` (``phase``: the rotation's
+        position, 0 in the cycle after ``restart``), and the bank write client w
         owns, ``(w + phase - write_delay) % K`` (counters, so that no client adds constants).
     read : ``Out(ReadPort.Signature(addr_width, flit_width)).array(K)``
         ``en`` and ``addr`` (full flit address; it must be in the client's bank this cycle),
@@ -102,7 +101,6 @@ class BankedBuffer(wiring.Component):
         self._flit = unsigned(flit_width)
         super().__init__({
             "restart": In(1),
-            "phase": Out(self.bank_bits),
             "read_slot": Out(self.bank_bits).array(k),
             "write_slot": Out(self.bank_bits).array(k),
             "read": Out(memory.ReadPort.Signature(addr_width=aw, shape=self._flit)).array(k),
@@ -119,14 +117,13 @@ class BankedBuffer(wiring.Component):
         starts.update({f"write_slot{c}": (c - self.write_delay) % k for c in range(k)})
         count = {}
         for name, start in starts.items():
-            sig = count[name] = Signal(bits, name=f"{name}_count", init=start if bits else 0)
+            sig = count[name] = Signal(bits, name=f"{name}_count", init=start)
             step = sig - 1 if name in ("neg", "wneg") else sig + 1
             with m.If(self.restart):
                 m.d.sync += sig.eq(start)
             with m.Else():
                 m.d.sync += sig.eq(step[:bits])
         neg, wneg = count["neg"], count["wneg"]
-        m.d.comb += self.phase.eq(count["phase"])
         for c in range(k):
             m.d.comb += [self.read_slot[c].eq(count[f"read_slot{c}"]),
                          self.write_slot[c].eq(count[f"write_slot{c}"])]

@@ -219,11 +219,8 @@ class NetworkInterface(wiring.Component):
         accept = Signal()
         to_buffer = cmd.target == TARGET_BUFFER
         in_slot = Signal()      # a buffer command's address is in the host client's bank now
-        if bits:
-            m.d.comb += in_slot.eq(cmd.addr[:bits] == Mux(cmd.write, buf.write_slot[0],
-                                                          buf.read_slot[0]))
-        else:
-            m.d.comb += in_slot.eq(1)
+        m.d.comb += in_slot.eq(cmd.addr[:bits] == Mux(cmd.write, buf.write_slot[0],
+                                                      buf.read_slot[0]))
         sender0 = senders[0].buf
         m.d.comb += [
             stall.eq(rsp_valid & ~self.host_rsp.ready),

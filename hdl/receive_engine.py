@@ -151,7 +151,7 @@ class ReceiveEngine(wiring.Component):
         take_body = Signal()
         drop = Signal()
         slot_ok = Signal()
-        m.d.comb += slot_ok.eq((addr[:bank_bits] == self.slot) if bank_bits else 1)
+        m.d.comb += slot_ok.eq(addr[:bank_bits] == self.slot)
         drained = Signal()      # every write of the previous message has completed
         m.d.comb += drained.eq((written + self.retire.valid)[:len(written)] == addr)
         m.d.comb += [

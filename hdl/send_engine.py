@@ -124,12 +124,8 @@ class SendEngine(wiring.Component):
         bits = len(self.slot)
         aligned = Signal()        # the first payload flit's bank is next cycle's slot
         slot_ok = Signal()        # the next payload flit's bank is this cycle's slot
-        if bits:
-            m.d.comb += [aligned.eq(is_zero(row.flits)
-                                    | (row.addr[:bits] == (self.slot + 1)[:bits])),
-                         slot_ok.eq(addr[:bits] == self.slot)]
-        else:
-            m.d.comb += [aligned.eq(1), slot_ok.eq(1)]
+        m.d.comb += [aligned.eq(is_zero(row.flits) | (row.addr[:bits] == (self.slot + 1)[:bits])),
+                     slot_ok.eq(addr[:bits] == self.slot)]
         m.d.comb += [
             self.dep_chunk.eq(row.chunk),
             credits.head.eq(~in_msg),
