@@ -34,7 +34,18 @@ from amaranth.utils import ceil_log2
 from .config import buffer_banks
 from .ram import RAM
 
-__all__ = ["BankedBuffer", "rotate"]
+__all__ = ["BankedBuffer", "rotate", "bank_name", "bank_depth"]
+
+
+def bank_name(b):
+    """The submodule name of bank ``b`` (``bank<b>``), which holds flits ``a`` with
+    ``a % K == b`` as its word ``a // K``."""
+    return f"bank{b}"
+
+
+def bank_depth(depth, num_banks):
+    """Words per bank of a ``depth``-flit buffer in ``num_banks`` banks (at least 2)."""
+    return max(2, -(-depth // num_banks))
 
 
 def rotate(m, words, amount, name):
@@ -96,7 +107,7 @@ class BankedBuffer(wiring.Component):
         self.num_ports, self.depth, self.write_delay = num_ports, depth, write_delay
         self.num_banks = k = buffer_banks(num_ports)
         self.bank_bits = ceil_log2(k)
-        self.bank_depth = max(2, -(-depth // k))
+        self.bank_depth = bank_depth(depth, k)
         aw = ceil_log2(depth)
         self._flit = unsigned(flit_width)
         super().__init__({
@@ -130,7 +141,7 @@ class BankedBuffer(wiring.Component):
         banks = []
         for b in range(k):
             bank = RAM(shape=self._flit, depth=self.bank_depth, num_write=1, transparency=[()])
-            m.submodules[f"bank{b}"] = bank
+            m.submodules[bank_name(b)] = bank
             banks.append(bank)
         # Bank b is read by client (b - phase) % K and written by client (b - phase + d) % K.
         rd_req = rotate(m, [Cat(r.en, r.addr[bits:]) for r in self.read], neg, "rd_req")

@@ -5,13 +5,15 @@ import pathlib
 
 from amaranth.back import verilog
 
-from .network import Network, ni_instances
-from .ni import NetworkInterface
-from .ram import verilog_rams
+from .banked_buffer import bank_depth, bank_name
+from .config import buffer_banks
+from .network import Network, ni_instances, ni_name
+from .ni import BUFFER, NetworkInterface
+from .ram import VERILOG_ARRAY, verilog_rams
 from .routed_network import RoutedNetwork
 from .router.network import shared_routers
 
-__all__ = ["to_verilog", "build_network", "TOP_MODULE", "NI_MODULE"]
+__all__ = ["to_verilog", "build_network", "buffer_arrays", "TOP_MODULE", "NI_MODULE"]
 
 #: Name of the top module in the generated Verilog.
 TOP_MODULE = "network"
@@ -73,3 +75,21 @@ def build_network(topology, config):
         If the topology does not fit the configuration.
     """
     return (RoutedNetwork if config.routed else Network)(topology, config)
+
+
+def buffer_arrays(config, num_nodes):
+    """Where :func:`to_verilog`'s output keeps every NI's buffer, for testbench backdoors.
+
+    Returns
+    -------
+    (names, bank_depth)
+        ``names[u][b]``: the hierarchical name, relative to the top module ``network``, of the
+        word array (``bank_depth`` words of ``config.flit_width`` bits) of bank ``b`` of node
+        ``u``'s NI, e.g. ``"ni3.buffer.bank5.ram.storage"``. Flit ``a`` of the buffer is word
+        ``a // K`` of bank ``a % K``, K = ``hdl.config.buffer_banks(config.num_ports)``
+        (``hdl.banked_buffer``).
+    """
+    k = buffer_banks(config.num_ports)
+    names = [[f"{ni_name(u)}.{BUFFER}.{bank_name(b)}.{VERILOG_ARRAY}" for b in range(k)]
+             for u in range(num_nodes)]
+    return names, bank_depth(config.buffer_depth, k)

@@ -18,7 +18,12 @@ from .host import HostCmd, HostRsp
 from .link import Link
 from .ni import NetworkInterface
 
-__all__ = ["Network", "port_map", "ni_instances"]
+__all__ = ["Network", "port_map", "ni_instances", "ni_name"]
+
+
+def ni_name(u):
+    """The instance name of node ``u``'s NI in the network top (``ni<u>``)."""
+    return f"ni{u}"
 
 _NI_MODULE = contextvars.ContextVar("ni_module", default=None)
 
@@ -179,7 +184,7 @@ class Network(wiring.Component):
         nis = self.nodes
         ni_module = _NI_MODULE.get()
         for u, ni in enumerate(nis):
-            m.submodules[f"ni{u}"] = ni if ni_module is None else _ni_instance(ni, ni_module)
+            m.submodules[ni_name(u)] = ni if ni_module is None else _ni_instance(ni, ni_module)
             wiring.connect(m, wiring.flipped(self.host_cmd[u]), ni.host_cmd)
             wiring.connect(m, wiring.flipped(self.host_rsp[u]), ni.host_rsp)
             m.d.comb += [

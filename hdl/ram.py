@@ -23,7 +23,11 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import Out
 from amaranth.utils import ceil_log2
 
-__all__ = ["RAM", "verilog_rams"]
+__all__ = ["RAM", "verilog_rams", "VERILOG_ARRAY"]
+
+#: The word array's hierarchical name inside a ``RAM`` elaborated under ``verilog_rams()``
+#: (the instance ``ram`` of the behavioural module, its array ``storage``).
+VERILOG_ARRAY = "ram.storage"
 
 _VERILOG_RAMS = contextvars.ContextVar("verilog_rams", default=None)
 
