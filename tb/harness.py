@@ -33,11 +33,14 @@ from golden_model.lowering import LoweredSchedule
 __all__ = [
     "HOST_PLAYER", "HostCmdLayout", "NetworkPorts", "parse_ports",
     "generate_tb_top", "program_images", "write_image", "read_dump", "pack_flits",
-    "image_depth_for",
+    "image_depth_for", "Backdoor", "START_DELAY",
 ]
 
 #: The player's Verilog source.
 HOST_PLAYER = pathlib.Path(__file__).with_name("host_player.v")
+#: Cycles from ``tb_top``'s ``start`` (and ``rst``) to the network's (a register: see
+#: :func:`generate_tb_top`).
+START_DELAY = 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,14 +175,16 @@ class NetworkPorts:
                 self.per_node(base, v)
 
 
-def image_depth_for(config) -> int:
-    """Command-image words a node may need: header, every table row plus terminator, buffer."""
-    return 1 + 2 * config.num_ports * (config.table_depth + 1) + config.buffer_depth
+def image_depth_for(config, backdoor: bool = False) -> int:
+    """Command-image words a node may need: header, every table row plus terminator, and (unless
+    the vectors go through the :class:`Backdoor`) the buffer."""
+    return (1 + 2 * config.num_ports * (config.table_depth + 1)
+            + (0 if backdoor else config.buffer_depth))
 
 
 def generate_tb_top(network_verilog: str, num_nodes: int, *, image_depth: int, rsp_depth: int,
                     cmd_layout: HostCmdLayout, valid_pct: int = 70, ready_pct: int = 70,
-                    seed: int = 1) -> str:
+                    seed: int = 1, backdoor: "Backdoor | None" = None) -> str:
     """Verilog text of ``tb_top`` around the module ``network`` of ``network_verilog``.
 
     Parameters
@@ -193,6 +198,9 @@ def generate_tb_top(network_verilog: str, num_nodes: int, *, image_depth: int, r
         Where the player puts the address of its read commands.
     valid_pct, ready_pct, seed : int
         The players' default back-pressure (plusargs override them at run time).
+    backdoor : Backdoor, optional
+        Also give ``tb_top`` the buffer backdoor (:class:`Backdoor`; hierarchical references
+        into the network, so not for Verilator's hierarchical builds).
     """
     ports = NetworkPorts(num_nodes, parse_ports(network_verilog))
     ports.check()
@@ -224,6 +232,15 @@ def generate_tb_top(network_verilog: str, num_nodes: int, *, image_depth: int, r
         "    output wire tb_dumped",
         ");",
         f"    wire [{n - 1}:0] loaded_v, read_done_v, dumped_v;",
+        "    // rst and start reach the network through a register (START_DELAY cycles): logic",
+        "    // fed by a top-level input is evaluated by Verilator at every clock edge, logic fed",
+        "    // by registers only at the rising one (the network's whole next-state logic depends",
+        "    // on its synchronous reset), which halves the simulation's work per cycle.",
+        "    reg net_rst = 1'b1, net_start = 1'b0;",
+        "    always @(posedge clk) begin",
+        "        net_rst <= rst;",
+        "        net_start <= start;",
+        "    end",
         "    assign tb_loaded = &loaded_v;",
         "    assign tb_read_done = &read_done_v;",
         "    assign tb_dumped = &dumped_v;",
@@ -234,7 +251,7 @@ def generate_tb_top(network_verilog: str, num_nodes: int, *, image_depth: int, r
             f"    wire [{cmd_w - 1}:0] cmd_payload_{v};",
             f"    wire [{rsp_w - 1}:0] rsp_payload_{v};",
         ]
-    conns = ["        .clk(clk),", "        .rst(rst),", "        .start(start),",
+    conns = ["        .clk(clk),", "        .rst(net_rst),", "        .start(net_start),",
              "        .done(done),", "        .error(error),", "        .cycles(cycles),"]
     vector_status = {}
     for v in range(n):
@@ -278,6 +295,8 @@ def generate_tb_top(network_verilog: str, num_nodes: int, *, image_depth: int, r
             f".rsp_payload(rsp_payload_{v})",
             "    );",
         ]
+    if backdoor is not None:
+        lines += backdoor.verilog("u_network")
     lines += ["endmodule", ""]
     return "\n".join(lines)
 
@@ -314,22 +333,177 @@ def _words_to_be(words: Sequence[int], nbytes: int) -> np.ndarray:
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Backdoor:
+    """The buffer backdoor of long runs: every NI buffer bank filled from a file and dumped to
+    one directly, instead of through the host port (two host commands per flit: for the
+    demo's 2,359,296-element vectors 1.2 million cycles per run, twice the all-reduce itself).
+
+    ``tb_top`` gets it when generated with one (``generate_tb_top(backdoor=...)``); a run uses it
+    with the plusarg ``+tb_backdoor``, and the schedule tables are still written through
+    ``host_cmd``, so the all-reduce's cycles are exactly those of a run loaded through the host
+    port (``tests/test_backdoor.py`` compares the two). Files, under ``<tb_dir>/run<k>/``:
+
+    * ``buf_<u>_<b>.bin`` (written by :meth:`write_load`): read into bank ``b`` of node ``u``
+      with ``$fread`` at the rising edge where ``tb_load`` is 1; words of ``W/8`` bytes, most
+      significant byte first (IEEE 1364-2005, 17.2.8); a missing file loads nothing.
+    * ``out_<u>_<b>.bin`` (read by :meth:`read_dump`): every word of the bank, written with
+      ``$fwrite("%u")`` at the edge where ``tb_dump`` is 1: ``W/32`` 32-bit units, least
+      significant first, each little-endian (what Icarus and Verilator write).
+
+    Bank ``b`` holds flit ``a`` with ``a % K == b`` as word ``a // K`` (``hdl.banked_buffer``);
+    the names come from ``hdl.generate.buffer_arrays``. The references are hierarchical, so a
+    Verilator build with the backdoor is flat, not ``--hierarchical``.
+    """
+    names: tuple            # names[u][b], relative to the network instance
+    bank_depth: int         # words per bank
+    flit_width: int         # bits per word
+
+    @classmethod
+    def for_config(cls, config, num_nodes: int) -> "Backdoor":
+        """The backdoor of the network of ``num_nodes`` NIs built with ``config``.
+
+        Raises
+        ------
+        ValueError
+            If the flit width is not a multiple of 32 bits (the dump's ``%u`` units).
+        """
+        if config.flit_width % 32:
+            raise ValueError(f"the buffer backdoor needs a flit width that is a multiple of 32 "
+                             f"bits, not {config.flit_width}")
+        from hdl.generate import buffer_arrays  # noqa: PLC0415
+        names, depth = buffer_arrays(config, num_nodes)
+        return cls(tuple(map(tuple, names)), depth, config.flit_width)
+
+    @property
+    def num_banks(self) -> int:
+        return len(self.names[0])
+
+    def verilog(self, instance: str) -> list[str]:
+        """Lines of ``tb_top``'s backdoor around the network instance ``instance``."""
+        lines = [
+            "    // Buffer backdoor (tb.harness.Backdoor): with +tb_backdoor, $fread every bank at",
+            "    // tb_load and $fwrite it at tb_dump.",
+            "    reg [8*512-1:0] bd_dir;",
+            "    reg [8*600-1:0] bd_name;",
+            "    reg bd_on, bd_have_dir;",
+            "    integer bd_fd, bd_i, bd_n;",
+            "    initial begin",
+            "        bd_dir = 0;",
+            "        bd_have_dir = $value$plusargs(\"tb_dir=%s\", bd_dir);",
+            "        bd_on = $test$plusargs(\"tb_backdoor\");",
+            "    end",
+            "    always @(posedge clk) begin",
+        ]
+        for kind, mode, flag in (("buf", "rb", "tb_load"), ("out", "wb", "tb_dump")):
+            lines.append(f"        if (bd_on && {flag}) begin")
+            for u, banks in enumerate(self.names):
+                for b, name in enumerate(banks):
+                    ref = f"{instance}.{name}"
+                    lines += [
+                        f"            if (bd_have_dir) $sformat(bd_name, \"%0s/run%0d/{kind}_{u}_{b}.bin\", "
+                        f"bd_dir, tb_run);",
+                        f"            else $sformat(bd_name, \"run%0d/{kind}_{u}_{b}.bin\", tb_run);",
+                        f"            bd_fd = $fopen(bd_name, \"{mode}\");",
+                    ]
+                    if kind == "buf":
+                        lines.append(f"            if (bd_fd != 0) begin bd_n = $fread({ref}, bd_fd); "
+                                     f"$fclose(bd_fd); end")
+                    else:
+                        lines += [
+                            "            if (bd_fd != 0) begin",
+                            f"                for (bd_i = 0; bd_i < {self.bank_depth}; bd_i = bd_i + 1)",
+                            f"                    $fwrite(bd_fd, \"%u\", {ref}[bd_i]);",
+                            "                $fclose(bd_fd);",
+                            "            end",
+                        ]
+            lines.append("        end")
+        lines.append("    end")
+        return lines
+
+    def write_load(self, folder: pathlib.Path, node: int, flits: np.ndarray) -> None:
+        """Write node ``node``'s load files: ``flits`` ((F, elems_per_flit) bit patterns of the
+        element width, :func:`pack_flits`) as the banks' first words.
+
+        Raises
+        ------
+        ValueError
+            If the flits do not fit the buffer or are not ``flit_width`` bits wide.
+        """
+        words = _flit_bytes(flits, self.flit_width)     # little-endian words
+        k = self.num_banks
+        if len(words) > k * self.bank_depth:
+            raise ValueError(f"{len(words)} flits do not fit a buffer of "
+                             f"{k * self.bank_depth} flits")
+        for b in range(k):
+            (folder / f"buf_{node}_{b}.bin").write_bytes(
+                np.ascontiguousarray(words[b::k, ::-1]).tobytes())
+
+    def read_dump(self, folder: pathlib.Path, node: int, num_flits: int, elems_per_flit: int,
+                  element_type) -> np.ndarray:
+        """Node ``node``'s buffer flits ``0 .. num_flits-1`` from its dump files:
+        (num_flits, elems_per_flit) values of ``element_type``.
+
+        Raises
+        ------
+        ValueError
+            If a dump file is missing or has the wrong size.
+        """
+        k, nbytes = self.num_banks, self.flit_width // 8
+        banks = []
+        for b in range(k):
+            path = folder / f"out_{node}_{b}.bin"
+            try:
+                data = np.fromfile(path, dtype=np.uint8)
+            except OSError as exc:
+                raise ValueError(f"{path}: backdoor dump missing ({exc.strerror})") from None
+            if data.size != self.bank_depth * nbytes:
+                raise ValueError(f"{path}: {data.size} bytes, expected {self.bank_depth} words "
+                                 f"of {nbytes} bytes")
+            banks.append(data.reshape(self.bank_depth, nbytes))
+        words = np.stack(banks, axis=1).reshape(k * self.bank_depth, nbytes)[:num_flits]
+        ebytes = element_type.bits // 8
+        bits = np.ascontiguousarray(words).view(f"<u{ebytes}").reshape(num_flits, elems_per_flit)
+        return element_type.from_bits(bits)
+
+
+def _flit_bytes(flits: np.ndarray, flit_width: int) -> np.ndarray:
+    """(F, elems_per_flit) element bit patterns -> (F, flit_width/8) little-endian word bytes
+    (element ``e`` in bits ``[e*bits +: bits]``)."""
+    flits = np.asarray(flits)
+    ebytes = flits.dtype.itemsize
+    nbytes = flit_width // 8
+    if flits.ndim != 2 or flits.shape[1] * ebytes != nbytes:
+        raise ValueError(f"flits of shape {flits.shape} and {8 * ebytes}-bit elements are not "
+                         f"{flit_width}-bit words")
+    return np.ascontiguousarray(flits.astype(f"<u{ebytes}")).view(np.uint8).reshape(-1, nbytes)
+
+
 @dataclasses.dataclass
 class NodeImage:
-    """One node's command image: control words (tables) and the buffer flits to write."""
+    """One node's command image: control words (tables) and the buffer flits to write (through
+    the host port, or with ``backdoor`` through :class:`Backdoor`, and then none is read back
+    through the host port either)."""
     control: list            # HostCmd words (ints)
     flits: np.ndarray        # (buffer_flits, elements_per_flit) bit patterns, to addr 0..
     num_read: int
+    backdoor: bool = False
+
+    @property
+    def host_flits(self) -> np.ndarray:
+        """The flits written through the host port."""
+        return self.flits[:0] if self.backdoor else self.flits
 
     @property
     def num_load(self) -> int:
-        return len(self.control) + len(self.flits)
+        return len(self.control) + len(self.host_flits)
 
 
 def program_images(lowered: LoweredSchedule, config, vectors: np.ndarray,
-                   layout: HostCmdLayout | None = None) -> list[NodeImage]:
+                   layout: HostCmdLayout | None = None,
+                   backdoor: bool = False) -> list[NodeImage]:
     """Per-node command images that program ``lowered`` and load ``vectors`` ((N, D), converted
-    to ``config``'s element type).
+    to ``config``'s element type); with ``backdoor`` the vectors go through :class:`Backdoor`.
 
     Raises
     ------
@@ -348,7 +522,8 @@ def program_images(lowered: LoweredSchedule, config, vectors: np.ndarray,
         control = [layout.pack(1, 1, table.engine, i, word)
                    for table in engine_tables(prog, config.num_ports, config.table_depth)
                    for i, word in enumerate(table.words)]
-        images.append(NodeImage(control, flits[prog.node], lowered.buffer_flits))
+        images.append(NodeImage(control, flits[prog.node],
+                                0 if backdoor else lowered.buffer_flits, backdoor))
     return images
 
 
@@ -364,9 +539,10 @@ def write_image(path: pathlib.Path, image: NodeImage, layout: HostCmdLayout,
     header = image.num_load | (image.num_read << 32)
     head = _words_to_be([header, *image.control], nbytes)
     # Buffer writes, vectorised: write=1, target=0, engine=0, addr=f, data=flit.
-    nf = len(image.flits)
-    epf = image.flits.shape[1] if nf else 0
-    bits = image.flits.dtype.itemsize * 8
+    host_flits = image.host_flits
+    nf = len(host_flits)
+    epf = host_flits.shape[1] if nf else 0
+    bits = host_flits.dtype.itemsize * 8
     data_bits = layout.data[1]
     if nf:
         base = layout.pack(1, 0, 0, 0, 0)
@@ -386,7 +562,7 @@ def write_image(path: pathlib.Path, image: NodeImage, layout: HostCmdLayout,
             acc[:, limb] |= np.uint64((base >> (32 * limb)) & 0xFFFFFFFF)
         add_field(addr & np.uint64((1 << layout.addr[1]) - 1), layout.addr[0])
         for e in range(epf):
-            element = image.flits[:, e].astype(np.uint64)
+            element = host_flits[:, e].astype(np.uint64)
             for part in range(0, bits, 32):     # add_field takes 32 bits at a time
                 add_field((element >> np.uint64(part)) & np.uint64((1 << min(32, bits - part)) - 1),
                           layout.data[0] + bits * e + part)

@@ -16,6 +16,7 @@ failing cocotb test becomes a failed :class:`RunResult` naming the result XML an
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import pathlib
@@ -28,10 +29,13 @@ import numpy as np
 
 from . import harness
 from .build import SIMULATORS, BuildError, SimBuild, tail
+from .status import error_message, node_status, phase_stall_message, stall_message
 
 __all__ = ["SIMULATORS", "BuildError", "RunSpec", "RunResult", "HardwareBuild"]
 
 TEST_MODULE = "tb.cocotb_allreduce"
+#: The C++ driver of long Verilator runs (``tb/verilator_driver.cpp``).
+DRIVER = pathlib.Path(__file__).with_name("verilator_driver.cpp")
 PARAMS_ENV = "ALLREDUCE_TB_PARAMS"
 CLOCK_PERIOD_NS = 2
 
@@ -123,13 +127,18 @@ class HardwareBuild(SimBuild):
         Extra Verilator arguments.
     long_runs, cxx_opt, build_root
         As ``tb.build.SimBuild`` (tests: ``-O0``; the demo: ``long_runs=True``).
+    backdoor : bool
+        Build the buffer backdoor into ``tb_top`` (``tb.harness.Backdoor``; a Verilator build
+        with it is flat); every run then loads and reads back the vectors through it unless
+        told otherwise (``run(backdoor=False)``).
     """
 
     def __init__(self, topology, config, sim: str = "verilator", *, waves: bool = False,
                  build_root=None, valid_pct: int = 70, ready_pct: int = 70,
                  network_source: str | None = None, image_depth: int | None = None,
                  rsp_depth: int | None = None, verilator_args: Sequence[str] = (),
-                 long_runs: bool = False, cxx_opt: str | None = None):
+                 long_runs: bool = False, cxx_opt: str | None = None,
+                 backdoor: bool = False):
         for name, pct in (("valid_pct", valid_pct), ("ready_pct", ready_pct)):
             if not isinstance(pct, int) or not 1 <= pct <= 100:
                 raise ValueError(f"{name} must be a whole percentage 1..100, not {pct!r}")
@@ -137,21 +146,26 @@ class HardwareBuild(SimBuild):
         # Hierarchical blocks (the NI and routers verilated once, not once per instance) build
         # faster, which the tests need; they simulate about half as fast (torus:4x4 with
         # 150-cycle links: 21k against 42k cycles per second), so long runs build flat.
-        self.hierarchical = verilator and not long_runs
+        self.hierarchical = verilator and not long_runs and not backdoor
+        # Long runs in Verilator: the C++ driver, twice as fast as cocotb's per-edge clock.
+        driver = DRIVER.read_text() if verilator and long_runs and not waves else None
+        self.backdoor = (harness.Backdoor.for_config(config, topology.num_nodes)
+                         if backdoor else None)
         super().__init__(sim, kind="allreduce", label=topology.spec.replace(":", "-"),
                          top="tb_top", design_file="network.v", waves=waves,
                          long_runs=long_runs, cxx_opt=cxx_opt,
                          build_args=(["--hierarchical"] if self.hierarchical else [])
                          + list(verilator_args) if verilator else (),
                          make_vars=[f"-j{os.cpu_count() or 1}"] if verilator else (),
-                         public=_PUBLIC_VLT, build_root=build_root)
+                         public=_PUBLIC_VLT, build_root=build_root, driver=driver)
         self.topology = topology
         self.config = config
         self.valid_pct = valid_pct
         self.ready_pct = ready_pct
         self.network_source = network_source
-        self.image_depth = image_depth or harness.image_depth_for(config)
-        self.rsp_depth = rsp_depth or config.buffer_depth
+        self.image_depth = image_depth or harness.image_depth_for(config, backdoor)
+        # With the backdoor nothing is read back through the host port.
+        self.rsp_depth = rsp_depth or (2 if backdoor else config.buffer_depth)
         self.layout = harness.HostCmdLayout.for_flit_width(config.flit_width)
 
     # -- the design -----------------------------------------------------------------------------
@@ -187,12 +201,43 @@ class HardwareBuild(SimBuild):
             tb_top = harness.generate_tb_top(
                 verilog, self.topology.num_nodes, image_depth=self.image_depth,
                 rsp_depth=self.rsp_depth, cmd_layout=self.layout, valid_pct=self.valid_pct,
-                ready_pct=self.ready_pct)
+                ready_pct=self.ready_pct, backdoor=self.backdoor)
         except ValueError as exc:
             raise BuildError(f"cannot wrap the network's Verilog: {exc}") from exc
         return {"host_player.v": harness.HOST_PLAYER.read_text(), "tb_top.v": tb_top}
 
     # -- runs -----------------------------------------------------------------------------------
+
+    def _run_driver(self, run_dir, params, plusargs):
+        """One simulation of the C++ driver build (what :meth:`SimBuild.test` is for cocotb)."""
+        (run_dir / "params.txt").write_text(_driver_params(params))
+        return self.run_driver(run_dir, [*plusargs, f"+tb_params={run_dir / 'params.txt'}",
+                                         f"+tb_result={run_dir / 'result.txt'}",
+                                         f"+tb_progress={params['progress_file']}"])
+
+    def _driver_entries(self, path, params) -> list[dict]:
+        """The C++ driver's result lines as the cocotb test's result entries."""
+        entries = []
+        for line, run in zip(path.read_text().splitlines(), params["runs"]):
+            (name, status, phase, load, cycles, tb_cycles, read, wall, end, done, err,
+             steps) = line.split("\t")
+            e = {"name": run["name"], "status": status, "phase": phase, "message": "",
+                 "wall_s": float(wall), "end_cycle": int(end)}
+            if status in ("stall", "error"):
+                st = node_status(int(done or "0", 16), int(err or "0", 16),
+                                 int(steps or "0", 16), params["num_nodes"],
+                                 params["step_width"])
+                e["message"] = (error_message(st, int(end), run["name"]) if status == "error"
+                                else phase_stall_message(phase, run.get(
+                                    {"load": "load_timeout_cycles",
+                                     "readback": "read_timeout_cycles"}.get(phase, ""), 100),
+                                    run["name"])
+                                or stall_message(st, run["timeout_cycles"], run["name"]))
+            if status == "done":
+                e.update(load_cycles=int(load), cycles=int(cycles), tb_cycles=int(tb_cycles),
+                         read_cycles=int(read))
+            entries.append(e)
+        return entries
 
     def _timeouts(self, spec: RunSpec, image: harness.NodeImage, valid_pct: int,
                   ready_pct: int, timeout_factor: float):
@@ -208,7 +253,8 @@ class HardwareBuild(SimBuild):
             seed: int = 1, valid_pct: int | None = None, ready_pct: int | None = None,
             timeout_factor: float = 8.0, keep: bool = False,
             progress: Callable[[dict], None] | None = None,
-            progress_slice: int = 200_000) -> list[RunResult]:
+            progress_slice: int = 200_000,
+            backdoor: bool | None = None) -> list[RunResult]:
         """Run ``specs`` (one simulation; each run after a reset) and read the results back.
 
         Parameters
@@ -227,6 +273,14 @@ class HardwareBuild(SimBuild):
         progress : callable, optional
             Called with the test's progress dict (``run``, ``phase``, ``cycle``) about twice a
             second while the simulator runs (from another thread).
+        backdoor : bool, optional
+            Load and read back the vectors through the buffer backdoor (default: whether the
+            build has one).
+
+        Raises
+        ------
+        ValueError
+            If ``backdoor`` is asked of a build without one.
 
         Returns
         -------
@@ -235,19 +289,26 @@ class HardwareBuild(SimBuild):
         from hdl.config import STEP_BITS  # noqa: PLC0415
         if isinstance(specs, RunSpec):
             specs = [specs]
+        if backdoor is None:
+            backdoor = self.backdoor is not None
+        if backdoor and self.backdoor is None:
+            raise ValueError("this build has no buffer backdoor (HardwareBuild(backdoor=True))")
         self.build()
         valid_pct = self.valid_pct if valid_pct is None else valid_pct
         ready_pct = self.ready_pct if ready_pct is None else ready_pct
         run_dir = self.run_dir(name or "-".join(s.name for s in specs))
         runs_json = []
         for k, spec in enumerate(specs):
-            images = harness.program_images(spec.lowered, self.config, spec.vectors, self.layout)
+            images = harness.program_images(spec.lowered, self.config, spec.vectors, self.layout,
+                                            backdoor=backdoor)
             if spec.edit_images is not None:
                 spec.edit_images(images)
             sub = run_dir / f"run{k}"
             sub.mkdir()
             for v, image in enumerate(images):
                 harness.write_image(sub / f"cmd_{v}.hex", image, self.layout, self.image_depth)
+                if backdoor:
+                    self.backdoor.write_load(sub, v, image.flits)
             load_t, run_t, read_t = self._timeouts(spec, max(images, key=lambda i: i.num_load),
                                                    valid_pct, ready_pct, timeout_factor)
             runs_json.append({"name": spec.name, "index": k, "load_timeout_cycles": load_t,
@@ -255,11 +316,13 @@ class HardwareBuild(SimBuild):
         result_file = run_dir / "result.json"
         progress_file = run_dir / "progress.json"
         params = {"num_nodes": self.topology.num_nodes, "step_width": STEP_BITS,
-                  "clock_period_ns": CLOCK_PERIOD_NS, "runs": runs_json,
+                  "clock_period_ns": CLOCK_PERIOD_NS, "start_delay": harness.START_DELAY,
+                  "runs": runs_json,
                   "result_file": str(result_file), "progress_file": str(progress_file),
                   "progress_slice": progress_slice}
         plusargs = [f"+tb_seed={seed}", f"+tb_valid_pct={valid_pct}",
-                    f"+tb_ready_pct={ready_pct}", f"+tb_dir={run_dir}"]
+                    f"+tb_ready_pct={ready_pct}", f"+tb_dir={run_dir}",
+                    *(["+tb_backdoor"] if backdoor else [])]
         waves_file = None
         if self.waves:
             if self.sim == "icarus":
@@ -274,14 +337,19 @@ class HardwareBuild(SimBuild):
                                       daemon=True)
             poller.start()
         try:
-            outcome = self.test(TEST_MODULE, run_dir, params, PARAMS_ENV, plusargs=plusargs)
+            if self.driver is not None:
+                outcome = self._run_driver(run_dir, params, plusargs)
+            else:
+                outcome = self.test(TEST_MODULE, run_dir, params, PARAMS_ENV, plusargs=plusargs)
         finally:
             stop.set()
             if poller is not None:
                 poller.join()
         log, xml, crashed = outcome.log_file, outcome.results_xml, outcome.failure
         try:
-            entries = json.loads(result_file.read_text())["runs"]
+            entries = (self._driver_entries(run_dir / "result.txt", params)
+                       if self.driver is not None
+                       else json.loads(result_file.read_text())["runs"])
         except (OSError, ValueError, KeyError):
             entries = []
         results = []
@@ -301,11 +369,13 @@ class HardwareBuild(SimBuild):
                             results_xml=xml, waves_file=waves_file)
             if status == "done":
                 lw = spec.lowered
+                read = (functools.partial(self.backdoor.read_dump, run_dir / f"run{k}")
+                        if backdoor else
+                        lambda v, *args: harness.read_dump(run_dir / f"run{k}" / f"rsp_{v}.hex",
+                                                           *args))
                 try:
                     res.flits = np.stack([
-                        harness.read_dump(run_dir / f"run{k}" / f"rsp_{v}.hex",
-                                          lw.buffer_flits, lw.elements_per_flit,
-                                          self.config.element_type)
+                        read(v, lw.buffer_flits, lw.elements_per_flit, self.config.element_type)
                         for v in range(self.topology.num_nodes)])
                     res.outputs = lw.unpack(res.flits)
                 except (OSError, ValueError) as exc:
@@ -315,6 +385,16 @@ class HardwareBuild(SimBuild):
             shutil.rmtree(run_dir, ignore_errors=True)
         self.last_wall_s = outcome.wall_s
         return results
+
+
+def _driver_params(params) -> str:
+    """The C++ driver's parameter file (``tb/verilator_driver.cpp``) for the cocotb ``params``."""
+    lines = [f"{params['progress_slice']} {params['start_delay']}"]
+    for run in params["runs"]:
+        name = " ".join(str(run["name"]).split()) or "run"
+        lines.append(f"{run['index']} {run['load_timeout_cycles']} {run['timeout_cycles']} "
+                     f"{run['read_timeout_cycles']} {name}")
+    return "\n".join(lines) + "\n"
 
 
 #: Only ``tb_top``'s own signals are visible to cocotb (VPI). cocotb's runner passes

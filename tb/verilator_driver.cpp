@@ -1,0 +1,242 @@
+// verilator_driver.cpp: drives tb_top (tb/harness.py) through the runs of a parameter file in a
+// Verilator model, without cocotb. Long runs only (the demo): cocotb's clock toggles the clock
+// through VPI at every edge, which doubles the time of a long run (torus:4x4, 150-cycle links:
+// about 24,000 against 48,000 cycles per second). It does what tb/cocotb_allreduce.py does, in
+// the same order and with the same cycle accounting; tests/test_backdoor.py runs both on one
+// design and compares them.
+//
+// Command line: +tb_params=FILE +tb_result=FILE [+tb_progress=FILE] and the host players'
+// plusargs (tb/host_player.v). The parameter file (written by tb/runner.py):
+//   line 1:     <progress_slice> <start_delay>
+//   then, per run: <index> <load_timeout> <timeout> <read_timeout> <name (rest of the line)>
+// The result file, rewritten after every run, one line per run (read by tb/runner.py):
+//   <name>\t<status>\t<phase>\t<load_cycles>\t<cycles>\t<tb_cycles>\t<read_cycles>\t<wall_s>
+//   \t<end_cycle>\t<node_done hex>\t<node_error hex>\t<node_step hex>
+// status: done, stall (a phase timed out) or error (the network raised error); phase: where a
+// run stopped. The runner turns node_* into the stall or error message.
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "Vtb_top.h"
+#include "verilated.h"
+
+namespace {
+
+struct Run {
+    int index;
+    uint64_t load_timeout, timeout, read_timeout;
+    std::string name;
+    std::string status = "running", phase = "init";
+    uint64_t load_cycles = 0, cycles = 0, tb_cycles = 0, read_cycles = 0, end_cycle = 0;
+    double wall_s = 0;
+    std::string done_hex, error_hex, step_hex;
+};
+
+std::string hex(uint64_t v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "%llx", static_cast<unsigned long long>(v));
+    return b;
+}
+
+template <std::size_t N>
+std::string hex(const VlWide<N>& w) {
+    std::string s;
+    char b[12];
+    for (std::size_t i = N; i-- > 0;) {
+        std::snprintf(b, sizeof b, "%08x", w[i]);
+        s += b;
+    }
+    return s;
+}
+
+double now() {
+    return std::chrono::duration<double>(
+               std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+class Driver {
+  public:
+    Driver(VerilatedContext* ctx, Vtb_top* top, std::string progress, uint64_t slice)
+        : ctx_(ctx), top_(top), progress_(std::move(progress)), slice_(slice ? slice : 1) {}
+
+    uint64_t cycle() const { return cycle_; }
+
+    // One clock cycle: inputs set before it are sampled at its rising edge.
+    void tick() {
+        top_->clk = 1;
+        top_->eval();
+        ctx_->timeInc(1);
+        top_->clk = 0;
+        top_->eval();
+        ctx_->timeInc(1);
+        if (++cycle_ % slice_ == 0) report();
+    }
+
+    void pulse(CData& sig) {
+        sig = 1;
+        tick();
+        sig = 0;
+    }
+
+    // Cycles until sig is 1 (checked after each cycle, as cocotb checks); -1 on timeout, -2 if
+    // watch_error and error rose.
+    int64_t wait_high(const CData& sig, uint64_t max_cycles, bool watch_error) {
+        uint64_t t0 = cycle_;
+        while (true) {
+            if (watch_error && top_->error) return -2;
+            if (sig) return static_cast<int64_t>(cycle_ - t0);
+            if (cycle_ - t0 >= max_cycles) return -1;
+            tick();
+        }
+    }
+
+    void set(const std::string& run, const std::string& phase) {
+        run_ = run;
+        phase_ = phase;
+        report();
+    }
+
+  private:
+    void report() {
+        if (progress_.empty()) return;
+        std::string tmp = progress_ + ".tmp";
+        if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+            std::fprintf(f, "{\"run\": \"%s\", \"phase\": \"%s\", \"cycle\": %llu}\n",
+                         run_.c_str(), phase_.c_str(), static_cast<unsigned long long>(cycle_));
+            std::fclose(f);
+            std::rename(tmp.c_str(), progress_.c_str());
+        }
+    }
+
+    VerilatedContext* ctx_;
+    Vtb_top* top_;
+    std::string progress_, run_, phase_;
+    uint64_t slice_, cycle_ = 0;
+};
+
+// The result file with the first `count` runs (those started).
+void save(const std::string& path, const std::vector<Run>& runs, std::size_t count) {
+    std::string tmp = path + ".tmp";
+    FILE* f = std::fopen(tmp.c_str(), "w");
+    if (!f) return;
+    for (std::size_t i = 0; i < count; ++i) {
+        const Run& r = runs[i];
+        std::fprintf(f, "%s\t%s\t%s\t%llu\t%llu\t%llu\t%llu\t%.3f\t%llu\t%s\t%s\t%s\n",
+                     r.name.c_str(), r.status.c_str(), r.phase.c_str(),
+                     static_cast<unsigned long long>(r.load_cycles),
+                     static_cast<unsigned long long>(r.cycles),
+                     static_cast<unsigned long long>(r.tb_cycles),
+                     static_cast<unsigned long long>(r.read_cycles), r.wall_s,
+                     static_cast<unsigned long long>(r.end_cycle), r.done_hex.c_str(),
+                     r.error_hex.c_str(), r.step_hex.c_str());
+    }
+    std::fclose(f);
+    std::rename(tmp.c_str(), path.c_str());
+}
+
+std::string plusarg(VerilatedContext* ctx, const char* name) {
+    std::string match = ctx->commandArgsPlusMatch(name);     // "+name=value" or ""
+    std::string prefix = std::string("+") + name;
+    return match.size() > prefix.size() ? match.substr(prefix.size()) : "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    auto ctx = std::make_unique<VerilatedContext>();
+    ctx->commandArgs(argc, argv);
+    std::string params = plusarg(ctx.get(), "tb_params="), result = plusarg(ctx.get(), "tb_result=");
+    FILE* pf = params.empty() ? nullptr : std::fopen(params.c_str(), "r");
+    if (!pf || result.empty()) {
+        std::fprintf(stderr, "verilator_driver: needs +tb_params=FILE (readable) and "
+                             "+tb_result=FILE\n");
+        return 2;
+    }
+    unsigned long long slice = 0, start_delay = 0;
+    if (std::fscanf(pf, "%llu %llu", &slice, &start_delay) != 2) {
+        std::fprintf(stderr, "verilator_driver: %s: bad first line\n", params.c_str());
+        return 2;
+    }
+    std::vector<Run> runs;
+    char name[512];
+    unsigned long long lt, t, rt;
+    int index;
+    while (std::fscanf(pf, "%d %llu %llu %llu %511[^\n]", &index, &lt, &t, &rt, name) == 5)
+        runs.push_back(Run{index, lt, t, rt, name});
+    std::fclose(pf);
+
+    auto top = std::make_unique<Vtb_top>(ctx.get());
+    Driver d(ctx.get(), top.get(), plusarg(ctx.get(), "tb_progress="), slice);
+    top->start = top->tb_load = top->tb_readback = top->tb_dump = 0;
+    top->tb_run = 0;
+    top->rst = 1;
+    for (int i = 0; i < 5; ++i) d.tick();
+    top->rst = 0;
+    for (int i = 0; i < 2; ++i) d.tick();
+    save(result, runs, 0);
+    int rc = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        Run& r = runs[i];
+        double wall = now();
+        save(result, runs, i + 1);      // started: a crash from here on leaves "running"
+        if (i) {        // a reset between runs, as cocotb's TB.reset
+            top->rst = 1;
+            for (int k = 0; k < 3; ++k) d.tick();
+            top->rst = 0;
+            for (int k = 0; k < 2; ++k) d.tick();
+        }
+        int64_t got;
+        r.phase = "load";
+        d.set(r.name, r.phase);
+        top->tb_run = static_cast<CData>(r.index);
+        d.pulse(top->tb_load);
+        got = d.wait_high(top->tb_loaded, r.load_timeout, false);
+        if (got >= 0) {
+            r.load_cycles = got;
+            r.phase = "run";
+            d.set(r.name, r.phase);
+            d.pulse(top->start);
+            // Cycle k ends with d.cycle() == k + 1: start was sampled in cycle d.cycle() - 1,
+            // and done, raised in cycle e, is seen when d.cycle() == e + 1.
+            uint64_t t0 = d.cycle() + start_delay;
+            while (d.cycle() < t0) d.tick();    // done is the last run's until start arrives
+            got = d.wait_high(top->done, r.timeout, true);
+            if (got >= 0) {
+                r.tb_cycles = d.cycle() - t0;
+                r.cycles = top->cycles;
+                if (top->error) got = -2;
+            }
+        }
+        if (got >= 0) {
+            r.phase = "readback";
+            d.set(r.name, r.phase);
+            d.pulse(top->tb_readback);
+            got = d.wait_high(top->tb_read_done, r.read_timeout, false);
+            if (got >= 0) {
+                r.read_cycles = got;
+                r.phase = "dump";
+                d.pulse(top->tb_dump);
+                got = d.wait_high(top->tb_dumped, 100, false);
+            }
+        }
+        r.status = got >= 0 ? "done" : got == -2 ? "error" : "stall";
+        r.done_hex = hex(top->node_done);
+        r.error_hex = hex(top->node_error);
+        r.step_hex = hex(top->node_step);
+        r.wall_s = now() - wall;
+        r.end_cycle = d.cycle();
+        save(result, runs, i + 1);
+        if (got < 0) {
+            rc = 1;
+            break;
+        }
+    }
+    top->final();
+    return rc;
+}
