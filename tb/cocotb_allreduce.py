@@ -188,8 +188,10 @@ class TB:
             lambda: StallError(phase_stall_message("readback", max_cycles, self.run_name)))
         self.phase = "dump"
         await self.pulse(self.dut.tb_dump)
-        await self.wait_high(self.dut.tb_dumped, 100,
-                             lambda: StallError(phase_stall_message("dump", 100, "")))
+        limit = int(self.params.get("dump_timeout_cycles", 100))
+        await self.wait_high(self.dut.tb_dumped, limit,
+                             lambda: StallError(phase_stall_message("dump", limit,
+                                                                    self.run_name)))
         return cycles
 
 

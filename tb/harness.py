@@ -399,20 +399,21 @@ class Backdoor:
             lines.append(f"        if (bd_on && {flag}) begin")
             for u, banks in enumerate(self.names):
                 for b, name in enumerate(banks):
-                    ref = f"{instance}.{name}"
+                    ref, file = f"{instance}.{name}", f"{kind}_{u}_{b}.bin"
                     lines += [
-                        f"            if (bd_have_dir) $sformat(bd_name, \"%0s/run%0d/{kind}_{u}_{b}.bin\", "
-                        f"bd_dir, tb_run);",
-                        f"            else $sformat(bd_name, \"run%0d/{kind}_{u}_{b}.bin\", tb_run);",
+                        f"            if (bd_have_dir) $sformat(bd_name, \"%0s/run%0d/{file}\","
+                        f" bd_dir, tb_run);",
+                        f"            else $sformat(bd_name, \"run%0d/{file}\", tb_run);",
                         f"            bd_fd = $fopen(bd_name, \"{mode}\");",
                     ]
                     if kind == "buf":
-                        lines.append(f"            if (bd_fd != 0) begin bd_n = $fread({ref}, bd_fd); "
-                                     f"$fclose(bd_fd); end")
+                        lines.append(f"            if (bd_fd != 0) begin bd_n = $fread({ref}, "
+                                     f"bd_fd); $fclose(bd_fd); end")
                     else:
                         lines += [
                             "            if (bd_fd != 0) begin",
-                            f"                for (bd_i = 0; bd_i < {self.bank_depth}; bd_i = bd_i + 1)",
+                            f"                for (bd_i = 0; bd_i < {self.bank_depth}; "
+                            f"bd_i = bd_i + 1)",
                             f"                    $fwrite(bd_fd, \"%u\", {ref}[bd_i]);",
                             "                $fclose(bd_fd);",
                             "            end",

@@ -38,6 +38,12 @@ TEST_MODULE = "tb.cocotb_allreduce"
 DRIVER = pathlib.Path(__file__).with_name("verilator_driver.cpp")
 PARAMS_ENV = "ALLREDUCE_TB_PARAMS"
 CLOCK_PERIOD_NS = 2
+#: Long runs compile at -O2 up to this many nodes, above it at -Os. A flat build holds one copy
+#: of the NI's code per node: torus:4x4 compiles at -O2 in 46 s and simulates at 74,000-85,000
+#: cycles/s (48,000 at -Os), but torus:8x8's 138 MB of C++ took 320 s to compile at -O2.
+O2_MAX_NODES = 16
+#: Cycles the host players may take to dump their responses.
+DUMP_TIMEOUT_CYCLES = 100
 
 
 @dataclasses.dataclass
@@ -126,7 +132,8 @@ class HardwareBuild(SimBuild):
     verilator_args : sequence of str
         Extra Verilator arguments.
     long_runs, cxx_opt, build_root
-        As ``tb.build.SimBuild`` (tests: ``-O0``; the demo: ``long_runs=True``).
+        As ``tb.build.SimBuild`` (tests: ``-O0``; the demo: ``long_runs=True``, which compiles
+        at ``-O2``, or ``-Os`` above :data:`O2_MAX_NODES` nodes).
     backdoor : bool
         Build the buffer backdoor into ``tb_top`` (``tb.harness.Backdoor``; a Verilator build
         with it is flat); every run then loads and reads back the vectors through it unless
@@ -149,6 +156,8 @@ class HardwareBuild(SimBuild):
         self.hierarchical = verilator and not long_runs and not backdoor
         # Long runs in Verilator: the C++ driver, twice as fast as cocotb's per-edge clock.
         driver = DRIVER.read_text() if verilator and long_runs and not waves else None
+        if long_runs and cxx_opt is None and topology.num_nodes > O2_MAX_NODES:
+            cxx_opt = "-Os"
         self.backdoor = (harness.Backdoor.for_config(config, topology.num_nodes)
                          if backdoor else None)
         super().__init__(sim, kind="allreduce", label=topology.spec.replace(":", "-"),
@@ -227,12 +236,15 @@ class HardwareBuild(SimBuild):
                 st = node_status(int(done or "0", 16), int(err or "0", 16),
                                  int(steps or "0", 16), params["num_nodes"],
                                  params["step_width"])
-                e["message"] = (error_message(st, int(end), run["name"]) if status == "error"
-                                else phase_stall_message(phase, run.get(
-                                    {"load": "load_timeout_cycles",
-                                     "readback": "read_timeout_cycles"}.get(phase, ""), 100),
-                                    run["name"])
-                                or stall_message(st, run["timeout_cycles"], run["name"]))
+                limit = {"load": run["load_timeout_cycles"],
+                         "readback": run["read_timeout_cycles"],
+                         "dump": params["dump_timeout_cycles"]}.get(phase)
+                if status == "error":
+                    e["message"] = error_message(st, int(end), run["name"])
+                elif limit is not None:
+                    e["message"] = phase_stall_message(phase, limit, run["name"])
+                else:
+                    e["message"] = stall_message(st, run["timeout_cycles"], run["name"])
             if status == "done":
                 e.update(load_cycles=int(load), cycles=int(cycles), tb_cycles=int(tb_cycles),
                          read_cycles=int(read))
@@ -317,6 +329,7 @@ class HardwareBuild(SimBuild):
         progress_file = run_dir / "progress.json"
         params = {"num_nodes": self.topology.num_nodes, "step_width": STEP_BITS,
                   "clock_period_ns": CLOCK_PERIOD_NS, "start_delay": harness.START_DELAY,
+                  "dump_timeout_cycles": DUMP_TIMEOUT_CYCLES,
                   "runs": runs_json,
                   "result_file": str(result_file), "progress_file": str(progress_file),
                   "progress_slice": progress_slice}
@@ -360,7 +373,8 @@ class HardwareBuild(SimBuild):
                 status = "crash"
             message = e.get("message", "")
             if status in ("crash", "not run") and crashed:
-                message = message or (f"{crashed}; see {xml} and {log}:\n{tail(log)}"
+                see = log if self.driver is not None else f"{xml} and {log}"
+                message = message or (f"{crashed}; see {see}:\n{tail(log)}"
                                       if status == "crash" else "an earlier run failed")
             res = RunResult(name=spec.name, status=status, message=message,
                             cycles=e.get("cycles"), tb_cycles=e.get("tb_cycles"),
@@ -389,7 +403,8 @@ class HardwareBuild(SimBuild):
 
 def _driver_params(params) -> str:
     """The C++ driver's parameter file (``tb/verilator_driver.cpp``) for the cocotb ``params``."""
-    lines = [f"{params['progress_slice']} {params['start_delay']}"]
+    lines = [f"{params['progress_slice']} {params['start_delay']} "
+             f"{params['dump_timeout_cycles']}"]
     for run in params["runs"]:
         name = " ".join(str(run["name"]).split()) or "run"
         lines.append(f"{run['index']} {run['load_timeout_cycles']} {run['timeout_cycles']} "

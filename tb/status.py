@@ -40,5 +40,5 @@ def phase_stall_message(phase: str, max_cycles: int, run: str) -> str | None:
                 f"host_cmd not accepted",
         "readback": f"read-back did not complete in {max_cycles} cycles (run {run}): "
                     f"host_rsp missing",
-        "dump": "host players did not dump their responses",
+        "dump": f"host players did not dump their responses in {max_cycles} cycles (run {run})",
     }.get(phase)

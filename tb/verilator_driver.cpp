@@ -7,7 +7,7 @@
 //
 // Command line: +tb_params=FILE +tb_result=FILE [+tb_progress=FILE] and the host players'
 // plusargs (tb/host_player.v). The parameter file (written by tb/runner.py):
-//   line 1:     <progress_slice> <start_delay>
+//   line 1:     <progress_slice> <start_delay> <dump_timeout>
 //   then, per run: <index> <load_timeout> <timeout> <read_timeout> <name (rest of the line)>
 // The result file, rewritten after every run, one line per run (read by tb/runner.py):
 //   <name>\t<status>\t<phase>\t<load_cycles>\t<cycles>\t<tb_cycles>\t<read_cycles>\t<wall_s>
@@ -151,15 +151,16 @@ std::string plusarg(VerilatedContext* ctx, const char* name) {
 int main(int argc, char** argv) {
     auto ctx = std::make_unique<VerilatedContext>();
     ctx->commandArgs(argc, argv);
-    std::string params = plusarg(ctx.get(), "tb_params="), result = plusarg(ctx.get(), "tb_result=");
+    std::string params = plusarg(ctx.get(), "tb_params=");
+    std::string result = plusarg(ctx.get(), "tb_result=");
     FILE* pf = params.empty() ? nullptr : std::fopen(params.c_str(), "r");
     if (!pf || result.empty()) {
         std::fprintf(stderr, "verilator_driver: needs +tb_params=FILE (readable) and "
                              "+tb_result=FILE\n");
         return 2;
     }
-    unsigned long long slice = 0, start_delay = 0;
-    if (std::fscanf(pf, "%llu %llu", &slice, &start_delay) != 2) {
+    unsigned long long slice = 0, start_delay = 0, dump_timeout = 0;
+    if (std::fscanf(pf, "%llu %llu %llu", &slice, &start_delay, &dump_timeout) != 3) {
         std::fprintf(stderr, "verilator_driver: %s: bad first line\n", params.c_str());
         return 2;
     }
@@ -222,7 +223,7 @@ int main(int argc, char** argv) {
                 r.read_cycles = got;
                 r.phase = "dump";
                 d.pulse(top->tb_dump);
-                got = d.wait_high(top->tb_dumped, 100, false);
+                got = d.wait_high(top->tb_dumped, dump_timeout, false);
             }
         }
         r.status = got >= 0 ? "done" : got == -2 ? "error" : "stall";
