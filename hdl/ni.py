@@ -198,14 +198,16 @@ class NetworkInterface(wiring.Component):
         for i in range(p):
             retire = red.retire[i]
             hit = Signal(nc, name=f"arrival_hit{i}")
-            tail = retire.valid & retire.payload.last
-            # A decoder of comparators, not ``1 << chunk``: that shift is 2^8 + nc bits wide,
-            # which Verilator evaluates as a multi-word shift every cycle.
-            # (chunk ^ c) == 0 rather than chunk == c, which Yosys writes with a narrowed
-            # constant that Verilator's lint flags (WIDTHEXPAND).
-            chunk = retire.payload.chunk
-            m.d.comb += hit.eq(Cat(tail & ~(chunk ^ Const(c, len(chunk))).any()
-                                   for c in range(nc)))
+            # A decoder as a case statement, not ``1 << chunk``: that shift is 2^8 + nc bits
+            # wide, which Verilator evaluates as a multi-word shift every cycle (and comparators
+            # ``chunk == c`` are written with narrowed constants that lint flags).
+            with m.If(retire.valid & retire.payload.last):
+                with m.Switch(retire.payload.chunk):
+                    for c in range(nc):
+                        with m.Case(c):
+                            m.d.comb += hit[c].eq(1)
+                    with m.Default():       # a chunk beyond max_chunks counts nowhere
+                        m.d.comb += hit.eq(0)
             hits.append(hit)
         for c in range(nc):
             count = arrivals[8 * c:8 * c + 8]
