@@ -73,7 +73,7 @@ def test_buffer_arrays_name_the_generated_verilog_instances():
         assert f") {ram} (" in text and f"reg [WIDTH-1:0] {array} [0:DEPTH-1];" in text
 
 
-@pytest.mark.parametrize("sim", ["icarus", "verilator"])
+@pytest.mark.parametrize("sim", ["icarus", pytest.param("verilator", marks=pytest.mark.slow)])
 def test_backdoor_runs_equal_host_port_runs(sim, tmp_path):
     """One build, two runs of each algorithm: through the host port (with random valid/ready
     gaps) and through the backdoor; same outputs (the golden model's) and same RTL cycles."""
@@ -98,6 +98,7 @@ def test_backdoor_runs_equal_host_port_runs(sim, tmp_path):
         assert b.load_cycles < h.load_cycles
 
 
+@pytest.mark.slow
 def test_cpp_driver_runs_equal_cocotb_runs(tmp_path):
     """The C++ driver of long runs (tb/verilator_driver.cpp) and the cocotb test drive one
     design to the same outputs and the same cycles, RTL and testbench-measured."""
@@ -119,6 +120,7 @@ def test_cpp_driver_runs_equal_cocotb_runs(tmp_path):
         assert a.cycles == a.tb_cycles + 1
 
 
+@pytest.mark.slow
 def test_cpp_driver_reports_stalls_and_errors_with_node_and_step(tmp_path):
     topo = parse_topology("torus:2x2", link_latency=3)
     cfg = NIConfig(num_ports=2, buffer_depth=64, table_depth=8, rx_buffer_depth=64)

@@ -24,7 +24,10 @@ def _run(dut, bench):
     sim.run()
 
 
-@pytest.mark.parametrize("ports, write_delay", [(1, 1), (2, 1), (2, 3), (4, 2), (5, 6)])
+@pytest.mark.parametrize("ports, write_delay", [
+    (1, 1), (2, 1), (2, 3), (4, 2),
+    pytest.param(5, 6, marks=pytest.mark.slow),     # K = 16: 30 s
+])
 def test_every_client_owns_its_rotation_slot_and_reads_the_last_write(ports, write_delay):
     k = buffer_banks(ports)
     rows = 3
