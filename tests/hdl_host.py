@@ -8,6 +8,7 @@ this module only drives them through the ``host_cmd`` / ``host_rsp`` streams of 
 import random
 
 import numpy as np
+from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
 from golden_model import executor
@@ -17,7 +18,24 @@ from hdl.host import flit_elements, load_commands, read_commands
 from hdl.network import Network
 from hdl.routed_network import RoutedNetwork
 
-__all__ = ["stream_commands", "wait_done", "simulate_allreduce", "StallError"]
+__all__ = ["run_testbench", "stream_commands", "wait_done", "simulate_allreduce", "StallError"]
+
+
+def run_testbench(dut, bench, vcd=None):
+    """Simulate ``dut`` with the async testbench ``bench`` on a 1 GHz ``sync`` clock (the domain
+    exists even for a purely combinational DUT); ``vcd``: a waveform file to write."""
+    top = Module()
+    top.submodules.dut = dut
+    tick = Signal()
+    top.d.sync += tick.eq(~tick)
+    sim = Simulator(top)
+    sim.add_clock(1e-9)
+    sim.add_testbench(bench)
+    if vcd:
+        with sim.write_vcd(vcd):
+            sim.run()
+    else:
+        sim.run()
 
 
 class StallError(AssertionError):
@@ -139,14 +157,7 @@ def simulate_allreduce(topology, schedule, *, seed=0, max_cycles=5000, gap=0.0,
                                      backpressure=backpressure)
         out["flits"] = np.array([[flit_elements(config, w) for w in node] for node in rsps])
 
-    sim = Simulator(net)
-    sim.add_clock(1e-9)
-    sim.add_testbench(bench)
-    if vcd:
-        with sim.write_vcd(vcd):
-            sim.run()
-    else:
-        sim.run()
+    run_testbench(net, bench, vcd)
     result = lowered.unpack(out["flits"])
     expected = executor.execute(schedule, vectors)
     return result, expected, out["cycles"], config

@@ -6,22 +6,10 @@ every read."""
 
 import numpy as np
 import pytest
-from amaranth.hdl import Module, Signal
-from amaranth.sim import Simulator
 
 from hdl.banked_buffer import BankedBuffer
 from hdl.config import buffer_banks
-
-
-def _run(dut, bench):
-    top = Module()
-    top.submodules.dut = dut
-    tick = Signal()
-    top.d.sync += tick.eq(~tick)
-    sim = Simulator(top)
-    sim.add_clock(1e-9)
-    sim.add_testbench(bench)
-    sim.run()
+from hdl_host import run_testbench
 
 
 @pytest.mark.parametrize("ports, write_delay", [
@@ -78,7 +66,7 @@ def test_every_client_owns_its_rotation_slot_and_reads_the_last_write(ports, wri
             memory.update(writes)
             phase = 0 if restart else (None if phase is None else (phase + 1) % k)
 
-    _run(dut, bench)
+    run_testbench(dut, bench)
 
 
 def test_parameters_out_of_range_are_refused():

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from amaranth.hdl import Elaboratable, Module, Signal
 from amaranth.lib import fifo
-from amaranth.sim import Simulator
 
 from golden_model.lowering import Direction, TableRow
 from golden_model.schedule import Op as GoldenOp
@@ -19,22 +18,8 @@ from hdl.link import Link
 from hdl.ni import NetworkInterface
 from hdl.ram import RAM
 from hdl.reduction import ReductionUnit
+from hdl_host import run_testbench as run
 from hdl.schedule_table import ScheduleRow, engine_index, pack_row, unpack_row
-
-
-def run(dut, bench, vcd=None):
-    top = Module()
-    top.submodules.dut = dut
-    tick = Signal()     # a sync domain even for purely combinational DUTs (link latency 0)
-    top.d.sync += tick.eq(~tick)
-    sim = Simulator(top)
-    sim.add_clock(1e-9)
-    sim.add_testbench(bench)
-    if vcd:
-        with sim.write_vcd(vcd):
-            sim.run()
-    else:
-        sim.run()
 
 
 # --- configuration ------------------------------------------------------------------------------

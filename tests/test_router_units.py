@@ -6,28 +6,16 @@ import random
 
 import numpy as np
 import pytest
-from amaranth.hdl import Module, Signal
-from amaranth.sim import Simulator
 
 from golden_model.topology import parse_topology
 from hdl.flit import FlitKind
 from hdl.router import (Crossbar, RoundRobinArbiter, RouteCompute, Router, RouterNetwork,
                         RouterParams, RoutingTable, SwitchAllocator, VCAllocator, grid_tables,
                         head_payload, switch_table)
+from hdl_host import run_testbench as run
 from hdl.router.network import EJECTION_CYCLES, INJECTION_CYCLES, ROUTER_CYCLES, path_cost
 from hdl.router.routing import (NUM_GRID_PORTS, dependency_cycle, grid_neighbor, switch_tables,
                                 walk)
-
-
-def run(dut, bench):
-    top = Module()
-    top.submodules.dut = dut
-    tick = Signal()
-    top.d.sync += tick.eq(~tick)
-    sim = Simulator(top)
-    sim.add_clock(1e-9)
-    sim.add_testbench(bench)
-    sim.run()
 
 
 def bits(x, n):
