@@ -18,7 +18,7 @@ client 0): consecutive addresses go at one per cycle, a jump waits up to K - 1 c
 pulse ``start`` while a ``host_rsp`` is still pending.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 

@@ -25,9 +25,10 @@ from amaranth.utils import ceil_log2
 
 __all__ = ["RAM", "verilog_rams", "VERILOG_ARRAY"]
 
+_INSTANCE, _ARRAY = "ram", "storage"
 #: The word array's hierarchical name inside a ``RAM`` elaborated under ``verilog_rams()``
-#: (the instance ``ram`` of the behavioural module, its array ``storage``).
-VERILOG_ARRAY = "ram.storage"
+#: (the instance of the behavioural module, then its array).
+VERILOG_ARRAY = f"{_INSTANCE}.{_ARRAY}"
 
 _VERILOG_RAMS = contextvars.ContextVar("verilog_rams", default=None)
 
@@ -137,9 +138,9 @@ class RAM(wiring.Component):
             ports[f"i_wr{i}_addr"] = w.addr
             ports[f"i_wr{i}_data"] = Value.cast(w.data)
         m = Module()
-        m.submodules.ram = Instance(name, p_WIDTH=width, p_DEPTH=self._depth,
-                                    p_AW=ceil_log2(self._depth), i_clk=ClockSignal("sync"),
-                                    **ports)
+        m.submodules[_INSTANCE] = Instance(name, p_WIDTH=width, p_DEPTH=self._depth,
+                                           p_AW=ceil_log2(self._depth),
+                                           i_clk=ClockSignal("sync"), **ports)
         return m
 
 
@@ -157,21 +158,21 @@ def _verilog_module(name, num_write, transparency):
                  f"  input wire [WIDTH-1:0] wr{i}_data"]
     lines.append(",\n".join(decl))
     lines.append(");")
-    lines.append("  reg [WIDTH-1:0] storage [0:DEPTH-1];")
+    lines.append(f"  reg [WIDTH-1:0] {_ARRAY} [0:DEPTH-1];")
     lines.append("  integer i;")
     lines.append("  initial begin")
-    lines.append("    for (i = 0; i < DEPTH; i = i + 1) storage[i] = {WIDTH{1'b0}};")
+    lines.append(f"    for (i = 0; i < DEPTH; i = i + 1) {_ARRAY}[i] = {{WIDTH{{1'b0}}}};")
     for i in range(len(transparency)):
         lines.append(f"    rd{i}_data = {{WIDTH{{1'b0}}}};")
     lines.append("  end")
     lines.append("  always @(posedge clk) begin")
     for i in range(num_write):
-        lines.append(f"    if (wr{i}_en) storage[wr{i}_addr] <= wr{i}_data;")
+        lines.append(f"    if (wr{i}_en) {_ARRAY}[wr{i}_addr] <= wr{i}_data;")
     lines.append("  end")
     for i, t in enumerate(transparency):
         lines.append("  always @(posedge clk) begin")
         lines.append(f"    if (rd{i}_en) begin")
-        lines.append(f"      rd{i}_data <= storage[rd{i}_addr];")
+        lines.append(f"      rd{i}_data <= {_ARRAY}[rd{i}_addr];")
         for w in t:
             lines.append(f"      if (wr{w}_en && wr{w}_addr == rd{i}_addr) rd{i}_data <= wr{w}_data;")
         lines.append("    end")
