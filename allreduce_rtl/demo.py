@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from golden_model.errors import ConfigError
-from tb.runner import BuildError, HardwareBuild, RunSpec
+from tb.runner import BuildError, HardwareBuild, RunSpec, long_runs_hierarchical
 from tb.scoreboard import check_run
 from tb.toolchain import ToolchainError
 
@@ -56,10 +56,13 @@ GRADIENT_STD = 1e-3
 #: The demo stays under this many seconds of simulation, choosing a smaller layer if needed.
 TIME_BUDGET_S = 180.0
 #: Simulated cycles per second of a 16-node network with 150-cycle links on this project's
-#: reference machine (2 cores), scaled by 16 / nodes. Verilator: the C++ driver's -O2 build with
-#: the buffer backdoor, conv5_x's 1.48 million cycles of MultiTree and ring in 25 s with the
+#: reference machine (2 cores), scaled by 16 / nodes. Verilator: the C++ driver's flat -O2 build
+#: with the buffer backdoor, conv5_x's 1.48 million cycles of MultiTree and ring in 25 s with the
 #: backdoor's files (59,000 per second; 80,000 while the all-reduce runs); Icarus about 55.
-SIM_SPEED = {"verilator": 55_000.0, "icarus": 55.0}
+#: "verilator-hierarchical": the build above ``tb.runner.FLAT_MAX_NODES`` nodes, whose NI is a
+#: hierarchical block, measured on torus:8x8 (64 nodes) with the backdoor: conv5_x's 1.50
+#: million cycles in 263 s (5,700 per second, 22,800 per 16 nodes).
+SIM_SPEED = {"verilator": 55_000.0, "verilator-hierarchical": 22_800.0, "icarus": 55.0}
 #: Vector for ``--waves`` when no size is given (waveforms of long runs take gigabytes).
 WAVES_ELEMENTS = 16 * 1024
 ALGORITHMS = ("multitree", "ring")
@@ -85,7 +88,9 @@ def _sim_cycles(runs, config):
 def _estimate(plan, sim):
     """(simulated cycles, seconds) of every planned run."""
     total = _sim_cycles(plan.runs, plan.config)
-    speed = SIM_SPEED[sim] * 16 / plan.topology.num_nodes
+    n = plan.topology.num_nodes
+    speed = SIM_SPEED[f"{sim}-hierarchical" if sim == "verilator" and long_runs_hierarchical(n)
+                      else sim] * 16 / n
     return total, total / speed
 
 

@@ -32,9 +32,16 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from .config import buffer_banks
-from .ram import RAM
+from .ram import RAM, verilog_module_name
 
-__all__ = ["BankedBuffer", "rotate", "bank_name", "bank_depth"]
+__all__ = ["BankedBuffer", "rotate", "bank_name", "bank_depth", "BANK_MODULE"]
+
+
+#: Every bank: one write port and one read port, not transparent (``hdl.ram.RAM``), of a kind of
+#: its own, so that under ``verilog_rams()`` the banks have a Verilog module of their own,
+#: :data:`BANK_MODULE`, which testbench backdoors extend (``tb.harness.Backdoor``).
+_BANK_RAM = {"num_write": 1, "transparency": [()], "kind": "buffer_bank"}
+BANK_MODULE = verilog_module_name(**_BANK_RAM)
 
 
 def bank_name(b):
@@ -140,7 +147,7 @@ class BankedBuffer(wiring.Component):
                          self.write_slot[c].eq(count[f"write_slot{c}"])]
         banks = []
         for b in range(k):
-            bank = RAM(shape=self._flit, depth=self.bank_depth, num_write=1, transparency=[()])
+            bank = RAM(shape=self._flit, depth=self.bank_depth, **_BANK_RAM)
             m.submodules[bank_name(b)] = bank
             banks.append(bank)
         # Bank b is read by client (b - phase) % K and written by client (b - phase + d) % K.

@@ -23,7 +23,7 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import Out
 from amaranth.utils import ceil_log2
 
-__all__ = ["RAM", "verilog_rams", "VERILOG_ARRAY"]
+__all__ = ["RAM", "verilog_rams", "verilog_module_name", "VERILOG_ARRAY"]
 
 _INSTANCE, _ARRAY = "ram", "storage"
 #: The word array's hierarchical name inside a ``RAM`` elaborated under ``verilog_rams()``
@@ -64,6 +64,11 @@ class RAM(wiring.Component):
         Write ports (at least 1).
     transparency : sequence of sequences of int
         One entry per read port: the write ports that read port is transparent to.
+    kind : str
+        Under ``verilog_rams()``, the word in the behavioural module's name
+        (:func:`verilog_module_name`): RAMs of one kind share a module, so a memory whose
+        contents a testbench must find (the NI buffer's banks) can have a module of its own.
+        No effect on the hardware.
 
     Members
     -------
@@ -75,10 +80,13 @@ class RAM(wiring.Component):
     Raises
     ------
     ValueError
-        If ``depth`` < 2, there is no port, or a transparency entry names a missing write port.
+        If ``depth`` < 2, there is no port, a transparency entry names a missing write port, or
+        ``kind`` is not a Verilog identifier.
     """
 
-    def __init__(self, *, shape, depth, num_write, transparency):
+    def __init__(self, *, shape, depth, num_write, transparency, kind="ram"):
+        if not (isinstance(kind, str) and kind.isidentifier() and kind.isascii()):
+            raise ValueError(f"RAM kind must be a Verilog identifier, not {kind!r}")
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 2:
             raise ValueError(f"RAM depth must be an integer >= 2, not {depth!r}")
         if isinstance(num_write, bool) or not isinstance(num_write, int) or num_write < 1:
@@ -94,6 +102,7 @@ class RAM(wiring.Component):
         self._shape = shape
         self._depth = depth
         self._transparency = transparency
+        self._kind = kind
         addr_width = ceil_log2(depth)
         super().__init__({
             "read": Out(memory.ReadPort.Signature(addr_width=addr_width, shape=shape))
@@ -120,12 +129,8 @@ class RAM(wiring.Component):
             m.d.comb += [port.en.eq(r.en), port.addr.eq(r.addr), r.data.eq(port.data)]
         return m
 
-    def _module_name(self):
-        masks = "_".join(f"{sum(1 << w for w in t):x}" for t in self._transparency)
-        return f"allreduce_ram_w{len(self.write)}_t{masks}"
-
     def _elaborate_verilog(self, modules):
-        name = self._module_name()
+        name = verilog_module_name(self._kind, len(self.write), self._transparency)
         modules.setdefault(name, _verilog_module(name, len(self.write), self._transparency))
         width = Shape.cast(self._shape).width
         ports = {}
@@ -142,6 +147,14 @@ class RAM(wiring.Component):
                                            p_AW=ceil_log2(self._depth),
                                            i_clk=ClockSignal("sync"), **ports)
         return m
+
+
+def verilog_module_name(kind, num_write, transparency):
+    """The behavioural module of a ``RAM(kind=kind, num_write=num_write,
+    transparency=transparency)`` under ``verilog_rams()``: ``allreduce_<kind>_w<W>_t<masks>``,
+    one hexadecimal mask of write ports per read port."""
+    masks = "_".join(f"{sum(1 << w for w in t):x}" for t in transparency)
+    return f"allreduce_{kind}_w{num_write}_t{masks}"
 
 
 def _verilog_module(name, num_write, transparency):

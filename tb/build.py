@@ -213,6 +213,11 @@ class SimBuild:
         """Other files compiled with the design, ``{file name: text}`` (default none)."""
         return {}
 
+    def simulated_design(self, verilog: str) -> str:
+        """The design as the simulator compiles it (default: as generated; the generated file,
+        :meth:`network_file`, is never changed)."""
+        return verilog
+
     def verilator_control(self, verilog: str) -> str | None:
         """Lines of the Verilator control file (default ``public``; None: no file)."""
         return self.public
@@ -252,7 +257,7 @@ class SimBuild:
 
     def _files(self) -> dict[str, str]:
         verilog = self.network_file().read_text()
-        files = {self.design_file: verilog, **self.harness_files(verilog)}
+        files = {self.design_file: self.simulated_design(verilog), **self.harness_files(verilog)}
         if self.driver is not None:
             files[DRIVER_FILE] = self.driver
         control = self.verilator_control(verilog) if self.sim == "verilator" else None
@@ -313,7 +318,7 @@ class SimBuild:
             for name, text in self._files().items():
                 path = self.build_dir / name
                 path.write_text(text)
-                if name.endswith(".vlt"):
+                if name.endswith(".vlt") and self.driver is None:     # cocotb's runner
                     from cocotb_tools.runner import VerilatorControlFile  # noqa: PLC0415
                     sources.append(VerilatorControlFile(path))
                 else:

@@ -352,8 +352,19 @@ class Backdoor:
       significant first, each little-endian (what Icarus and Verilator write).
 
     Bank ``b`` holds flit ``a`` with ``a % K == b`` as word ``a // K`` (``hdl.banked_buffer``);
-    the names come from ``hdl.generate.buffer_arrays``. The references are hierarchical, so a
-    Verilator build with the backdoor is flat, not ``--hierarchical``.
+    the names come from ``hdl.generate.buffer_arrays``.
+
+    Two forms, the same files at the same clock edges:
+
+    * In ``tb_top`` (:meth:`verilog`): hierarchical references into the network, so a Verilator
+      build with it is flat, not ``--hierarchical``. For cocotb (Icarus, and Verilator with
+      waveforms).
+    * In the banks (:meth:`dpi_verilog`, for the C++ driver of long Verilator runs,
+      ``tb/verilator_driver.cpp``): the buffer banks' own module (``hdl.banked_buffer.
+      BANK_MODULE``) polls the driver through DPI at every rising edge and loads or dumps its own
+      file, found by its ``%m`` in the map file (:meth:`write_map`). Nothing reaches into the NI,
+      so the NI can be one hierarchical block, verilated and compiled once for all nodes (the
+      64-node networks: ``tb.runner.FLAT_MAX_NODES``).
     """
     names: tuple            # names[u][b], relative to the network instance
     bank_depth: int         # words per bank
@@ -421,6 +432,59 @@ class Backdoor:
             lines.append("        end")
         lines.append("    end")
         return lines
+
+    def dpi_verilog(self, verilog: str) -> str:
+        """``verilog`` (the network) with the DPI form of the backdoor in the banks' module.
+
+        Raises
+        ------
+        ValueError
+            If ``verilog`` has no bank module (``hdl.banked_buffer.BANK_MODULE``).
+        """
+        from hdl.banked_buffer import BANK_MODULE  # noqa: PLC0415
+        from hdl.ram import VERILOG_ARRAY  # noqa: PLC0415
+        array = VERILOG_ARRAY.rsplit(".", 1)[1]
+        head = re.search(rf"^module {BANK_MODULE}\b", verilog, flags=re.M)
+        end = head and verilog.find("\nendmodule", head.end())
+        if not head or end < 0:
+            raise ValueError(f"no module {BANK_MODULE} (the buffer banks) in the network")
+        lines = [
+            "  // Buffer backdoor, DPI form (tb.harness.Backdoor; tb/verilator_driver.cpp):",
+            "  // at the edge after the driver raised its serial, load or dump this bank's file.",
+            '  import "DPI-C" function int allreduce_bd_serial();',
+            '  import "DPI-C" function int allreduce_bd_kind();',
+            '  import "DPI-C" function string allreduce_bd_file(input string scope);',
+            "  integer bd_seen = 0, bd_req, bd_fd, bd_n, bd_i;",
+            "  string bd_path;",
+            "  always @(posedge clk) begin",
+            "    bd_req = allreduce_bd_serial();",
+            "    if (bd_req != bd_seen) begin",
+            "      bd_seen = bd_req;",
+            '      bd_path = allreduce_bd_file($sformatf("%m"));',
+            "      if (bd_path.len() != 0) begin",
+            "        if (allreduce_bd_kind() == 0) begin",
+            '          bd_fd = $fopen(bd_path, "rb");',
+            f"          if (bd_fd != 0) begin bd_n = $fread({array}, bd_fd); $fclose(bd_fd); end",
+            "        end else begin",
+            '          bd_fd = $fopen(bd_path, "wb");',
+            "          if (bd_fd != 0) begin",
+            "            for (bd_i = 0; bd_i < DEPTH; bd_i = bd_i + 1)",
+            f'              $fwrite(bd_fd, "%u", {array}[bd_i]);',
+            "            $fclose(bd_fd);",
+            "          end",
+            "        end",
+            "      end",
+            "    end",
+            "  end",
+        ]
+        return verilog[:end] + "\n" + "\n".join(lines) + verilog[end:]
+
+    def write_map(self, path: pathlib.Path) -> None:
+        """The DPI form's map file: ``<node> <bank> <name>`` per bank, the name relative to the
+        network without the array (``ni3.buffer.bank5.ram``)."""
+        path.write_text("".join(f"{u} {b} {name.rsplit('.', 1)[0]}\n"
+                                for u, banks in enumerate(self.names)
+                                for b, name in enumerate(banks)))
 
     def write_load(self, folder: pathlib.Path, node: int, flits: np.ndarray) -> None:
         """Write node ``node``'s load files: ``flits`` ((F, elems_per_flit) bit patterns of the

@@ -38,10 +38,18 @@ TEST_MODULE = "tb.cocotb_allreduce"
 DRIVER = pathlib.Path(__file__).with_name("verilator_driver.cpp")
 PARAMS_ENV = "ALLREDUCE_TB_PARAMS"
 CLOCK_PERIOD_NS = 2
-#: Long runs compile at -O2 up to this many nodes, above it at -Os. A flat build holds one copy
-#: of the NI's code per node: torus:4x4 compiles at -O2 in 46 s and simulates at 74,000-85,000
-#: cycles/s (48,000 at -Os), but torus:8x8's 138 MB of C++ took 320 s to compile at -O2.
-O2_MAX_NODES = 16
+#: Long runs (the C++ driver) build flat up to this many nodes, above it with the NI (and the
+#: routers) as hierarchical blocks. A flat build holds one copy of the NI's code per node:
+#: torus:4x4 compiles at -O2 in 46 s and simulates at 74,000-85,000 cycles/s, twice as fast as
+#: hierarchical blocks, but torus:8x8's 138 MB of C++ took 320 s to compile at -O2 (258 s at
+#: -Os) and simulated at 3,600 cycles/s, its code no longer in the caches.
+FLAT_MAX_NODES = 16
+
+
+def long_runs_hierarchical(num_nodes: int) -> bool:
+    """Whether a long-run Verilator build of ``num_nodes`` NIs has hierarchical blocks (above
+    :data:`FLAT_MAX_NODES` nodes)."""
+    return num_nodes > FLAT_MAX_NODES
 #: Cycles the host players may take to dump their responses.
 DUMP_TIMEOUT_CYCLES = 100
 
@@ -133,11 +141,22 @@ class HardwareBuild(SimBuild):
         Extra Verilator arguments.
     long_runs, cxx_opt, build_root
         As ``tb.build.SimBuild`` (tests: ``-O0``; the demo: ``long_runs=True``, which compiles
-        at ``-O2``, or ``-Os`` above :data:`O2_MAX_NODES` nodes).
+        at ``-O2`` and, in Verilator without waveforms, runs the C++ driver, flat up to
+        :data:`FLAT_MAX_NODES` nodes and with hierarchical blocks above).
     backdoor : bool
-        Build the buffer backdoor into ``tb_top`` (``tb.harness.Backdoor``; a Verilator build
-        with it is flat); every run then loads and reads back the vectors through it unless
-        told otherwise (``run(backdoor=False)``).
+        Build the buffer backdoor (``tb.harness.Backdoor``): its DPI form in the banks for the
+        C++ driver, else its form in ``tb_top``, which makes a Verilator build flat. Every run
+        then loads and reads back the vectors through it unless told otherwise
+        (``run(backdoor=False)``).
+    hierarchical : bool, optional
+        Verilator: build the NI and the routers as hierarchical blocks (default: for short runs,
+        and for long runs above :data:`FLAT_MAX_NODES` nodes).
+
+    Raises
+    ------
+    ValueError
+        If a percentage is out of range, or ``hierarchical`` is asked of Icarus or with the
+        backdoor in ``tb_top``.
     """
 
     def __init__(self, topology, config, sim: str = "verilator", *, waves: bool = False,
@@ -145,21 +164,29 @@ class HardwareBuild(SimBuild):
                  network_source: str | None = None, image_depth: int | None = None,
                  rsp_depth: int | None = None, verilator_args: Sequence[str] = (),
                  long_runs: bool = False, cxx_opt: str | None = None,
-                 backdoor: bool = False):
+                 backdoor: bool = False, hierarchical: bool | None = None):
         for name, pct in (("valid_pct", valid_pct), ("ready_pct", ready_pct)):
             if not isinstance(pct, int) or not 1 <= pct <= 100:
                 raise ValueError(f"{name} must be a whole percentage 1..100, not {pct!r}")
         verilator = sim == "verilator"
-        # Hierarchical blocks (the NI and routers verilated once, not once per instance) build
-        # faster, which the tests need; they simulate about half as fast (torus:4x4 with
-        # 150-cycle links: 21k against 42k cycles per second), so long runs build flat.
-        self.hierarchical = verilator and not long_runs and not backdoor
         # Long runs in Verilator: the C++ driver, twice as fast as cocotb's per-edge clock.
         driver = DRIVER.read_text() if verilator and long_runs and not waves else None
-        if long_runs and cxx_opt is None and topology.num_nodes > O2_MAX_NODES:
-            cxx_opt = "-Os"
         self.backdoor = (harness.Backdoor.for_config(config, topology.num_nodes)
                          if backdoor else None)
+        #: The backdoor in the banks (DPI, the C++ driver), not in ``tb_top``.
+        self.backdoor_dpi = backdoor and driver is not None
+        # Hierarchical blocks (the NI and routers verilated once, not once per instance) build
+        # faster, which the tests need; up to FLAT_MAX_NODES they simulate about half as fast
+        # (torus:4x4 with 150-cycle links: 21k against 42k cycles per second), so long runs
+        # build flat there. tb_top's backdoor reaches into the NIs, which needs a flat build.
+        xmr = backdoor and not self.backdoor_dpi
+        if hierarchical and (not verilator or xmr):
+            raise ValueError("hierarchical blocks need Verilator and, with the backdoor, the C++ "
+                             "driver (long_runs=True, no waves)")
+        if hierarchical is None:
+            hierarchical = (verilator and not xmr
+                            and (not long_runs or long_runs_hierarchical(topology.num_nodes)))
+        self.hierarchical = hierarchical
         super().__init__(sim, kind="allreduce", label=topology.spec.replace(":", "-"),
                          top="tb_top", design_file="network.v", waves=waves,
                          long_runs=long_runs, cxx_opt=cxx_opt,
@@ -203,14 +230,23 @@ class HardwareBuild(SimBuild):
         if not self.hierarchical:
             return self.public
         shared = re.findall(r"^module ((?:network_router\d*)|network_ni)\(", verilog, flags=re.M)
-        return self.public + "".join(f'hier_block -module "{m}"\n' for m in shared)
+        return (self.public or "") + "".join(f'hier_block -module "{m}"\n' for m in shared)
+
+    def simulated_design(self, verilog: str) -> str:
+        """The network, with the backdoor's DPI form in the banks' module if the build has it."""
+        if not self.backdoor_dpi:
+            return verilog
+        try:
+            return self.backdoor.dpi_verilog(verilog)
+        except ValueError as exc:
+            raise BuildError(f"cannot add the buffer backdoor: {exc}") from exc
 
     def harness_files(self, verilog: str) -> dict[str, str]:
         try:
             tb_top = harness.generate_tb_top(
                 verilog, self.topology.num_nodes, image_depth=self.image_depth,
                 rsp_depth=self.rsp_depth, cmd_layout=self.layout, valid_pct=self.valid_pct,
-                ready_pct=self.ready_pct, backdoor=self.backdoor)
+                ready_pct=self.ready_pct, backdoor=None if self.backdoor_dpi else self.backdoor)
         except ValueError as exc:
             raise BuildError(f"cannot wrap the network's Verilog: {exc}") from exc
         return {"host_player.v": harness.HOST_PLAYER.read_text(), "tb_top.v": tb_top}
@@ -336,6 +372,9 @@ class HardwareBuild(SimBuild):
         plusargs = [f"+tb_seed={seed}", f"+tb_valid_pct={valid_pct}",
                     f"+tb_ready_pct={ready_pct}", f"+tb_dir={run_dir}",
                     *(["+tb_backdoor"] if backdoor else [])]
+        if backdoor and self.backdoor_dpi:
+            self.backdoor.write_map(run_dir / "backdoor_map.txt")
+            plusargs.append(f"+tb_backdoor_map={run_dir / 'backdoor_map.txt'}")
         waves_file = None
         if self.waves:
             if self.sim == "icarus":

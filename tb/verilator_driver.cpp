@@ -14,13 +14,22 @@
 //   \t<end_cycle>\t<node_done hex>\t<node_error hex>\t<node_step hex>
 // status: done, stall (a phase timed out) or error (the network raised error); phase: where a
 // run stopped. The runner turns node_* into the stall or error message.
+//
+// The buffer backdoor's DPI form (tb.harness.Backdoor.dpi_verilog; with +tb_backdoor_map=FILE): every buffer bank polls allreduce_bd_serial() at each rising edge and,
+// when it changed, loads or dumps its file, named by allreduce_bd_file(its %m). The driver
+// raises the serial for the edge where it pulses tb_load (load) or tb_dump (dump), the edges
+// where tb_top's own backdoor acts. The map file has one line per bank, "<node> <bank> <name>",
+// the name relative to the network (ni3.buffer.bank5.ram); a bank's %m holds the name's
+// components in order (a hierarchical build inserts its own) and ends with its last one.
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "Vtb_top.h"
@@ -140,6 +149,55 @@ void save(const std::string& path, const std::vector<Run>& runs, std::size_t cou
     std::rename(tmp.c_str(), path.c_str());
 }
 
+std::vector<std::string> split(const std::string& s, char sep) {
+    std::vector<std::string> out;
+    std::stringstream in(s);
+    std::string item;
+    while (std::getline(in, item, sep)) out.push_back(item);
+    return out;
+}
+
+// The DPI backdoor's state (see the header).
+struct BackdoorState {
+    int serial = 0;
+    int kind = 0;                   // 0: load (buf_<u>_<b>.bin), 1: dump (out_<u>_<b>.bin)
+    std::string folder;             // <tb_dir>/run<k>
+    std::vector<std::pair<std::vector<std::string>, std::string>> banks;    // name, "_<u>_<b>"
+    std::unordered_map<std::string, std::string> by_scope;                 // cache
+    std::string path;               // the last answer (DPI strings must outlive the call)
+
+    bool load_map(const std::string& file) {
+        FILE* f = std::fopen(file.c_str(), "r");
+        if (!f) return false;
+        int u, b;
+        char name[512];
+        while (std::fscanf(f, "%d %d %511s", &u, &b, name) == 3)
+            banks.emplace_back(split(name, '.'), "_" + std::to_string(u) + "_" + std::to_string(b));
+        std::fclose(f);
+        return !banks.empty();
+    }
+
+    const std::string& suffix(const std::string& scope) {
+        auto hit = by_scope.find(scope);
+        if (hit != by_scope.end()) return hit->second;
+        std::vector<std::string> parts = split(scope, '.');
+        std::string found;
+        for (const auto& [name, suf] : banks) {
+            if (parts.empty() || name.empty() || parts.back() != name.back()) continue;
+            std::size_t k = 0;
+            for (const auto& part : parts)
+                if (k < name.size() && part == name[k]) ++k;
+            if (k == name.size()) {
+                found = suf;
+                break;
+            }
+        }
+        return by_scope.emplace(scope, found).first->second;
+    }
+};
+
+BackdoorState backdoor;
+
 std::string plusarg(VerilatedContext* ctx, const char* name) {
     std::string match = ctx->commandArgsPlusMatch(name);     // "+name=value" or ""
     std::string prefix = std::string("+") + name;
@@ -147,6 +205,15 @@ std::string plusarg(VerilatedContext* ctx, const char* name) {
 }
 
 }  // namespace
+
+extern "C" int allreduce_bd_serial() { return backdoor.serial; }
+extern "C" int allreduce_bd_kind() { return backdoor.kind; }
+extern "C" const char* allreduce_bd_file(const char* scope) {
+    const std::string& suf = backdoor.suffix(scope);
+    backdoor.path = suf.empty() ? "" : backdoor.folder + (backdoor.kind ? "/out" : "/buf") + suf
+                                       + ".bin";
+    return backdoor.path.c_str();
+}
 
 int main(int argc, char** argv) {
     auto ctx = std::make_unique<VerilatedContext>();
@@ -171,6 +238,20 @@ int main(int argc, char** argv) {
     while (std::fscanf(pf, "%d %llu %llu %llu %511[^\n]", &index, &lt, &t, &rt, name) == 5)
         runs.push_back(Run{index, lt, t, rt, name});
     std::fclose(pf);
+    std::string bd_map = plusarg(ctx.get(), "tb_backdoor_map=");
+    bool dpi_backdoor = !bd_map.empty();
+    if (dpi_backdoor && !backdoor.load_map(bd_map)) {
+        std::fprintf(stderr, "verilator_driver: %s: no backdoor map\n", bd_map.c_str());
+        return 2;
+    }
+    std::string tb_dir = plusarg(ctx.get(), "tb_dir=");
+    // A backdoor request for the next rising edge (the DPI form; see the header).
+    auto request = [&](int kind, const Run& r) {
+        if (!dpi_backdoor) return;
+        backdoor.kind = kind;
+        backdoor.folder = (tb_dir.empty() ? "" : tb_dir + "/") + "run" + std::to_string(r.index);
+        ++backdoor.serial;
+    };
 
     auto top = std::make_unique<Vtb_top>(ctx.get());
     Driver d(ctx.get(), top.get(), plusarg(ctx.get(), "tb_progress="), slice);
@@ -196,6 +277,7 @@ int main(int argc, char** argv) {
         r.phase = "load";
         d.set(r.name, r.phase);
         top->tb_run = static_cast<CData>(r.index);
+        request(0, r);
         d.pulse(top->tb_load);
         got = d.wait_high(top->tb_loaded, r.load_timeout, false);
         if (got >= 0) {
@@ -222,6 +304,7 @@ int main(int argc, char** argv) {
             if (got >= 0) {
                 r.read_cycles = got;
                 r.phase = "dump";
+                request(1, r);
                 d.pulse(top->tb_dump);
                 got = d.wait_high(top->tb_dumped, dump_timeout, false);
             }

@@ -3,6 +3,7 @@ buffer banks directly give the same result, bit for bit, and the same all-reduce
 host port, in both simulators; its file formats are the ones the simulators' ``$fread`` and
 ``$fwrite("%u")`` use."""
 
+import re
 import types
 
 import numpy as np
@@ -13,6 +14,7 @@ from golden_model.lowering import lower
 from golden_model.topology import parse_topology
 from golden_model.algorithms import build_schedule
 from golden_model.executor import execute
+from hdl.banked_buffer import BANK_MODULE
 from hdl.config import NIConfig, buffer_banks
 from hdl.generate import buffer_arrays, build_network, to_verilog
 from tb import harness
@@ -73,17 +75,64 @@ def test_buffer_arrays_name_the_generated_verilog_instances():
         assert f") {ram} (" in text and f"reg [WIDTH-1:0] {array} [0:DEPTH-1];" in text
 
 
-@pytest.mark.parametrize("sim", ["icarus", pytest.param("verilator", marks=pytest.mark.slow)])
-def test_backdoor_runs_equal_host_port_runs(sim, tmp_path):
+def test_dpi_form_goes_into_the_bank_module_and_nowhere_else(tmp_path):
+    topo = parse_topology("ring:3", link_latency=2)
+    cfg = NIConfig(num_ports=2, buffer_depth=32, table_depth=8, rx_buffer_depth=64)
+    text = to_verilog(build_network(topo, cfg))
+    bd = harness.Backdoor.for_config(cfg, 3)
+    out = bd.dpi_verilog(text)
+    modules = re.findall(r"^module (\w+).*?^endmodule", out, flags=re.M | re.S)
+    bodies = dict(zip(modules, re.findall(r"^module \w+.*?^endmodule", out, flags=re.M | re.S)))
+    assert [m for m, body in bodies.items() if "allreduce_bd_serial" in body] == [BANK_MODULE]
+    body = bodies[BANK_MODULE]
+    inserted = body[body.index("\n  // Buffer backdoor"):body.rindex("\nendmodule")]
+    assert out.replace(inserted, "", 1) == text     # only inserted, nothing else changed
+    assert "$fread(storage, bd_fd)" in inserted and '$fwrite(bd_fd, "%u", storage[bd_i])' in inserted
+    with pytest.raises(ValueError, match=f"no module {BANK_MODULE}"):
+        bd.dpi_verilog(text.replace(f"module {BANK_MODULE}", "module other"))
+    bd.write_map(tmp_path / "map.txt")
+    names, _ = buffer_arrays(cfg, 3)
+    assert (tmp_path / "map.txt").read_text().splitlines() == [
+        f"{u} {b} {names[u][b].removesuffix('.storage')}"
+        for u in range(3) for b in range(buffer_banks(2))]
+
+
+def test_hierarchical_blocks_are_refused_where_a_build_cannot_have_them(tmp_path):
+    topo = parse_topology("torus:2x2", link_latency=3)
+    cfg = NIConfig(num_ports=2, buffer_depth=64, table_depth=8, rx_buffer_depth=64)
+    for kwargs in ({"sim": "icarus"}, {"sim": "verilator", "backdoor": True},
+                   {"sim": "verilator", "backdoor": True, "long_runs": True, "waves": True}):
+        with pytest.raises(ValueError, match="hierarchical blocks need Verilator"):
+            HardwareBuild(topo, cfg, hierarchical=True, build_root=tmp_path, **kwargs)
+    assert HardwareBuild(topo, cfg, "verilator", backdoor=True, long_runs=True,
+                         build_root=tmp_path, hierarchical=True).backdoor_dpi
+
+
+#: The builds with a backdoor: cocotb with the backdoor in tb_top (Icarus; Verilator, flat), and
+#: the C++ driver with its DPI form in the banks and the NI as a hierarchical block, as the
+#: 64-node demos build it.
+_BACKDOOR_BUILDS = {
+    "icarus": {"sim": "icarus"},
+    "verilator": {"sim": "verilator"},
+    "verilator-driver-hierarchical": {"sim": "verilator", "long_runs": True,
+                                      "hierarchical": True},
+}
+
+
+@pytest.mark.parametrize("kind", [
+    "icarus", *(pytest.param(k, marks=pytest.mark.slow) for k in list(_BACKDOOR_BUILDS)[1:])])
+def test_backdoor_runs_equal_host_port_runs(kind, tmp_path):
     """One build, two runs of each algorithm: through the host port (with random valid/ready
     gaps) and through the backdoor; same outputs (the golden model's) and same RTL cycles."""
     topo = parse_topology("torus:2x2", link_latency=3)
     cfg = NIConfig(num_ports=2, buffer_depth=64, table_depth=8, rx_buffer_depth=64)
     d = 93                      # not a multiple of the flit: a partial last flit
     vec = _vectors(4, d, 5)
-    build = HardwareBuild(topo, cfg, sim, backdoor=True, valid_pct=60, ready_pct=60,
+    build = HardwareBuild(topo, cfg, backdoor=True, valid_pct=60, ready_pct=60,
                           build_root=tmp_path, image_depth=harness.image_depth_for(cfg),
-                          rsp_depth=cfg.buffer_depth)     # room for host-port runs too
+                          rsp_depth=cfg.buffer_depth,     # room for host-port runs too
+                          **_BACKDOOR_BUILDS[kind])
+    assert build.backdoor_dpi == (build.driver is not None)
     specs = []
     for alg in ("multitree", "ring"):
         lw = lower(build_schedule(alg, topo, d))
@@ -94,7 +143,7 @@ def test_backdoor_runs_equal_host_port_runs(sim, tmp_path):
         want = execute(spec.lowered.schedule, vec)
         assert h.ok and b.ok, (h.message, b.message)
         assert np.array_equal(h.outputs, want) and np.array_equal(b.outputs, want)
-        assert h.cycles == b.cycles
+        assert (h.cycles, h.tb_cycles) == (b.cycles, b.tb_cycles)
         assert b.load_cycles < h.load_cycles
 
 
@@ -147,3 +196,4 @@ def test_cpp_driver_reports_stalls_and_errors_with_node_and_step(tmp_path):
     res, = build.run([RunSpec("bad", lw, vec, 50, edit_images=drop_node_1_receives)])
     assert res.status == "error"
     assert "network error output set" in res.message and "node(s) 1 (step" in res.message
+
