@@ -61,8 +61,11 @@ TIME_BUDGET_S = 180.0
 #: backdoor's files (59,000 per second; 80,000 while the all-reduce runs); Icarus about 55.
 #: "verilator-hierarchical": the build above ``tb.runner.FLAT_MAX_NODES`` nodes, whose NI is a
 #: hierarchical block, measured on torus:8x8 (64 nodes) with the backdoor: conv5_x's 1.50
-#: million cycles in 263 s (5,700 per second, 22,800 per 16 nodes).
-SIM_SPEED = {"verilator": 55_000.0, "verilator-hierarchical": 22_800.0, "icarus": 55.0}
+#: million cycles in 263 s (5,700 per second, 22,800 per 16 nodes); "-routed": with the NIs on
+#: routers, fattree:8x2 (64 nodes, 16-port routers) with conv4_x: 627,000 cycles in 315 s
+#: (2,000 per second, 8,000 per 16 nodes).
+SIM_SPEED = {"verilator": 55_000.0, "verilator-hierarchical": 22_800.0,
+             "verilator-hierarchical-routed": 8_000.0, "icarus": 55.0}
 #: Vector for ``--waves`` when no size is given (waveforms of long runs take gigabytes).
 WAVES_ELEMENTS = 16 * 1024
 ALGORITHMS = ("multitree", "ring")
@@ -89,9 +92,10 @@ def _estimate(plan, sim):
     """(simulated cycles, seconds) of every planned run."""
     total = _sim_cycles(plan.runs, plan.config)
     n = plan.topology.num_nodes
-    speed = SIM_SPEED[f"{sim}-hierarchical" if sim == "verilator" and long_runs_hierarchical(n)
-                      else sim] * 16 / n
-    return total, total / speed
+    key = sim
+    if sim == "verilator" and long_runs_hierarchical(n):
+        key += "-hierarchical-routed" if plan.routed else "-hierarchical"
+    return total, total / (SIM_SPEED[key] * 16 / n)
 
 
 def plan_demo(topology, elements, sim, waves, hardware_options) -> DemoPlan:
@@ -141,6 +145,10 @@ def plan_demo(topology, elements, sim, waves, hardware_options) -> DemoPlan:
             plan.note = (f"using {name} ({weights:,} weights): the chunks of the larger 3x3 "
                          f"layers ({', '.join(f'{w:,}' for w in too_long)} weights) exceed a "
                          f"routed message ({MAX_PAYLOAD_FLITS:,} flits)")
+            if first is not None:
+                plan.note += (f", and {first[1]:,} weights would take about "
+                              f"{first[2] / 60:.0f} min to simulate in {sim} (budget "
+                              f"{TIME_BUDGET_S / 60:.0f} min)")
             if secs <= TIME_BUDGET_S:
                 return plan
         if first is None:

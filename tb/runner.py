@@ -50,6 +50,8 @@ def long_runs_hierarchical(num_nodes: int) -> bool:
     """Whether a long-run Verilator build of ``num_nodes`` NIs has hierarchical blocks (above
     :data:`FLAT_MAX_NODES` nodes)."""
     return num_nodes > FLAT_MAX_NODES
+
+
 #: Cycles the host players may take to dump their responses.
 DUMP_TIMEOUT_CYCLES = 100
 
