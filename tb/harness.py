@@ -390,6 +390,12 @@ class Backdoor:
     def num_banks(self) -> int:
         return len(self.names[0])
 
+    @staticmethod
+    def file(kind: str, node: int, bank: int) -> str:
+        """The file of bank ``bank`` of node ``node`` in a run's folder: ``kind`` ``"buf"`` (the
+        load) or ``"out"`` (the dump)."""
+        return f"{kind}_{node}_{bank}.bin"
+
     def verilog(self, instance: str) -> list[str]:
         """Lines of ``tb_top``'s backdoor around the network instance ``instance``."""
         lines = [
@@ -410,7 +416,7 @@ class Backdoor:
             lines.append(f"        if (bd_on && {flag}) begin")
             for u, banks in enumerate(self.names):
                 for b, name in enumerate(banks):
-                    ref, file = f"{instance}.{name}", f"{kind}_{u}_{b}.bin"
+                    ref, file = f"{instance}.{name}", self.file(kind, u, b)
                     lines += [
                         f"            if (bd_have_dir) $sformat(bd_name, \"%0s/run%0d/{file}\","
                         f" bd_dir, tb_run);",
@@ -480,11 +486,11 @@ class Backdoor:
         return verilog[:end] + "\n" + "\n".join(lines) + verilog[end:]
 
     def write_map(self, path: pathlib.Path) -> None:
-        """The DPI form's map file: ``<node> <bank> <name>`` per bank, the name relative to the
-        network without the array (``ni3.buffer.bank5.ram``)."""
-        path.write_text("".join(f"{u} {b} {name.rsplit('.', 1)[0]}\n"
-                                for u, banks in enumerate(self.names)
-                                for b, name in enumerate(banks)))
+        """The DPI form's map file: ``<load file> <dump file> <name>`` per bank (:meth:`file`),
+        the name relative to the network without the array (``ni3.buffer.bank5.ram``)."""
+        path.write_text("".join(
+            f"{self.file('buf', u, b)} {self.file('out', u, b)} {name.rsplit('.', 1)[0]}\n"
+            for u, banks in enumerate(self.names) for b, name in enumerate(banks)))
 
     def write_load(self, folder: pathlib.Path, node: int, flits: np.ndarray) -> None:
         """Write node ``node``'s load files: ``flits`` ((F, elems_per_flit) bit patterns of the
@@ -501,7 +507,7 @@ class Backdoor:
             raise ValueError(f"{len(words)} flits do not fit a buffer of "
                              f"{k * self.bank_depth} flits")
         for b in range(k):
-            (folder / f"buf_{node}_{b}.bin").write_bytes(
+            (folder / self.file("buf", node, b)).write_bytes(
                 np.ascontiguousarray(words[b::k, ::-1]).tobytes())
 
     def read_dump(self, folder: pathlib.Path, node: int, num_flits: int, elems_per_flit: int,
@@ -517,7 +523,7 @@ class Backdoor:
         k, nbytes = self.num_banks, self.flit_width // 8
         banks = []
         for b in range(k):
-            path = folder / f"out_{node}_{b}.bin"
+            path = folder / self.file("out", node, b)
             try:
                 data = np.fromfile(path, dtype=np.uint8)
             except OSError as exc:

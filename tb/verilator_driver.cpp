@@ -15,12 +15,13 @@
 // status: done, stall (a phase timed out) or error (the network raised error); phase: where a
 // run stopped. The runner turns node_* into the stall or error message.
 //
-// The buffer backdoor's DPI form (tb.harness.Backdoor.dpi_verilog; with +tb_backdoor_map=FILE): every buffer bank polls allreduce_bd_serial() at each rising edge and,
-// when it changed, loads or dumps its file, named by allreduce_bd_file(its %m). The driver
-// raises the serial for the edge where it pulses tb_load (load) or tb_dump (dump), the edges
-// where tb_top's own backdoor acts. The map file has one line per bank, "<node> <bank> <name>",
-// the name relative to the network (ni3.buffer.bank5.ram); a bank's %m holds the name's
-// components in order (a hierarchical build inserts its own) and ends with its last one.
+// The buffer backdoor's DPI form (tb.harness.Backdoor.dpi_verilog; with +tb_backdoor_map=FILE):
+// every buffer bank polls allreduce_bd_serial() at each rising edge and, when it changed, loads
+// or dumps its file, named by allreduce_bd_file(its %m). The driver raises the serial for the
+// edge where it pulses tb_load (load) or tb_dump (dump), the edges where tb_top's own backdoor
+// acts. The map file (Backdoor.write_map) has one line per bank, "<load file> <dump file>
+// <name>", the name relative to the network (ni3.buffer.bank5.ram); a bank's %m holds the
+// name's components in order (a hierarchical build inserts its own) and ends with its last one.
 
 #include <chrono>
 #include <cstdint>
@@ -160,35 +161,39 @@ std::vector<std::string> split(const std::string& s, char sep) {
 // The DPI backdoor's state (see the header).
 struct BackdoorState {
     int serial = 0;
-    int kind = 0;                   // 0: load (buf_<u>_<b>.bin), 1: dump (out_<u>_<b>.bin)
+    int kind = 0;                   // 0: load, 1: dump (the index into Bank::files)
     std::string folder;             // <tb_dir>/run<k>
-    std::vector<std::pair<std::vector<std::string>, std::string>> banks;    // name, "_<u>_<b>"
-    std::unordered_map<std::string, std::string> by_scope;                 // cache
+    struct Bank {
+        std::vector<std::string> name;      // components
+        std::string files[2];               // load, dump
+    };
+    std::vector<Bank> banks;
+    std::unordered_map<std::string, const Bank*> by_scope;     // cache; nullptr: not a bank
     std::string path;               // the last answer (DPI strings must outlive the call)
 
     bool load_map(const std::string& file) {
         FILE* f = std::fopen(file.c_str(), "r");
         if (!f) return false;
-        int u, b;
-        char name[512];
-        while (std::fscanf(f, "%d %d %511s", &u, &b, name) == 3)
-            banks.emplace_back(split(name, '.'), "_" + std::to_string(u) + "_" + std::to_string(b));
+        char load[256], dump[256], name[512];
+        while (std::fscanf(f, "%255s %255s %511s", load, dump, name) == 3)
+            banks.push_back(Bank{split(name, '.'), {load, dump}});
         std::fclose(f);
         return !banks.empty();
     }
 
-    const std::string& suffix(const std::string& scope) {
+    const Bank* find(const std::string& scope) {
         auto hit = by_scope.find(scope);
         if (hit != by_scope.end()) return hit->second;
         std::vector<std::string> parts = split(scope, '.');
-        std::string found;
-        for (const auto& [name, suf] : banks) {
+        const Bank* found = nullptr;
+        for (const Bank& bank : banks) {
+            const auto& name = bank.name;
             if (parts.empty() || name.empty() || parts.back() != name.back()) continue;
             std::size_t k = 0;
             for (const auto& part : parts)
                 if (k < name.size() && part == name[k]) ++k;
             if (k == name.size()) {
-                found = suf;
+                found = &bank;
                 break;
             }
         }
@@ -209,9 +214,8 @@ std::string plusarg(VerilatedContext* ctx, const char* name) {
 extern "C" int allreduce_bd_serial() { return backdoor.serial; }
 extern "C" int allreduce_bd_kind() { return backdoor.kind; }
 extern "C" const char* allreduce_bd_file(const char* scope) {
-    const std::string& suf = backdoor.suffix(scope);
-    backdoor.path = suf.empty() ? "" : backdoor.folder + (backdoor.kind ? "/out" : "/buf") + suf
-                                       + ".bin";
+    const BackdoorState::Bank* bank = backdoor.find(scope);
+    backdoor.path = bank ? backdoor.folder + "/" + bank->files[backdoor.kind] : "";
     return backdoor.path.c_str();
 }
 

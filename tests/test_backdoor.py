@@ -93,7 +93,7 @@ def test_dpi_form_goes_into_the_bank_module_and_nowhere_else(tmp_path):
     bd.write_map(tmp_path / "map.txt")
     names, _ = buffer_arrays(cfg, 3)
     assert (tmp_path / "map.txt").read_text().splitlines() == [
-        f"{u} {b} {names[u][b].removesuffix('.storage')}"
+        f"buf_{u}_{b}.bin out_{u}_{b}.bin {names[u][b].removesuffix('.storage')}"
         for u in range(3) for b in range(buffer_banks(2))]
 
 
