@@ -23,9 +23,11 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import Out
 from amaranth.utils import ceil_log2
 
-__all__ = ["RAM", "verilog_rams", "verilog_module_name", "VERILOG_ARRAY"]
+__all__ = ["RAM", "verilog_rams", "verilog_module_name", "VERILOG_ARRAY", "VERILOG_STORAGE"]
 
-_INSTANCE, _ARRAY = "ram", "storage"
+_INSTANCE = "ram"
+#: The word array inside the behavioural module of a ``RAM`` (``reg [WIDTH-1:0] storage ...``).
+VERILOG_STORAGE = _ARRAY = "storage"
 #: The word array's hierarchical name inside a ``RAM`` elaborated under ``verilog_rams()``
 #: (the instance of the behavioural module, then its array).
 VERILOG_ARRAY = f"{_INSTANCE}.{_ARRAY}"

@@ -448,8 +448,7 @@ class Backdoor:
             If ``verilog`` has no bank module (``hdl.banked_buffer.BANK_MODULE``).
         """
         from hdl.banked_buffer import BANK_MODULE  # noqa: PLC0415
-        from hdl.ram import VERILOG_ARRAY  # noqa: PLC0415
-        array = VERILOG_ARRAY.rsplit(".", 1)[1]
+        from hdl.ram import VERILOG_STORAGE as array  # noqa: PLC0415
         head = re.search(rf"^module {BANK_MODULE}\b", verilog, flags=re.M)
         end = head and verilog.find("\nendmodule", head.end())
         if not head or end < 0:
@@ -488,8 +487,10 @@ class Backdoor:
     def write_map(self, path: pathlib.Path) -> None:
         """The DPI form's map file: ``<load file> <dump file> <name>`` per bank (:meth:`file`),
         the name relative to the network without the array (``ni3.buffer.bank5.ram``)."""
+        from hdl.ram import VERILOG_STORAGE  # noqa: PLC0415
         path.write_text("".join(
-            f"{self.file('buf', u, b)} {self.file('out', u, b)} {name.rsplit('.', 1)[0]}\n"
+            f"{self.file('buf', u, b)} {self.file('out', u, b)} "
+            f"{name.removesuffix('.' + VERILOG_STORAGE)}\n"
             for u, banks in enumerate(self.names) for b, name in enumerate(banks)))
 
     def write_load(self, folder: pathlib.Path, node: int, flits: np.ndarray) -> None:
