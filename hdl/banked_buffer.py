@@ -40,7 +40,7 @@ __all__ = ["BankedBuffer", "rotate", "bank_name", "bank_depth", "BANK_MODULE"]
 #: Every bank: one write port and one read port, not transparent (``hdl.ram.RAM``), of a kind of
 #: its own, so that under ``verilog_rams()`` the banks have a Verilog module of their own,
 #: :data:`BANK_MODULE`, which testbench backdoors extend (``tb.harness.Backdoor``).
-_BANK_RAM = {"num_write": 1, "transparency": [()], "kind": "buffer_bank"}
+_BANK_RAM = {"num_write": 1, "transparency": [()], "kind": "buffer_bank", "bare": True}
 BANK_MODULE = verilog_module_name(**_BANK_RAM)
 
 

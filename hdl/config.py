@@ -13,7 +13,8 @@ from golden_model.elements import element_type
 
 from .adders import hardware_adder
 
-__all__ = ["NIConfig", "FLOW_CONTROL_MODES", "HEAD_INFO_BITS", "SCHEDULE_ROW_BITS",
+__all__ = ["NIConfig", "FLOW_CONTROL_MODES", "HEAD_INFO_BITS", "SCHEDULE_ROW_BITS", "CHUNK_BITS",
+           "FLOW_BITS", "COUNT_BITS",
            "FIELD_ADDR_BITS", "STEP_BITS", "MAX_PORTS", "MAX_LINK_STAGES", "full_rate_rx_depth",
            "buffer_banks", "rotation_slack", "check_int", "SIZED_FIELDS", "schedule_needs", "check_schedule_fits",
            "network_config_for"]
@@ -21,12 +22,19 @@ __all__ = ["NIConfig", "FLOW_CONTROL_MODES", "HEAD_INFO_BITS", "SCHEDULE_ROW_BIT
 #: Flow-control modes: whole sub-messages (the MultiTree paper's) or one credit per flit.
 FLOW_CONTROL_MODES = ("message", "credit")
 
-#: Bits of the head flit's ``HeadInfo`` (flow 8, step 16, chunk 8, op 1, flits 20, addr 20).
-HEAD_INFO_BITS = 73
-#: Bits of one schedule-table row (valid 1, step 16, op 1, flow 8, chunk 8, addr 20, flits 20,
+#: Width of chunk numbers in rows, head flits and the arrival counters (``max_chunks`` at most
+#: ``2 ** CHUNK_BITS``: many sub-chunks per tree on 64-node and larger networks).
+CHUNK_BITS = 12
+#: Width of flow (tree) numbers in rows and head flits: one tree per node up to 4096 nodes.
+FLOW_BITS = 12
+#: Width of a row's ``deps`` and of an arrival counter: receives into one chunk at one node.
+COUNT_BITS = 8
+#: Bits of the head flit's ``HeadInfo`` (flow 12, step 16, chunk 12, op 1, flits 20, addr 20).
+HEAD_INFO_BITS = 81
+#: Bits of one schedule-table row (valid 1, step 16, op 1, flow 12, chunk 12, addr 20, flits 20,
 #: deps 8, dest 10, src 10); the host writes a row with one ``host_cmd`` word, so it must fit in
 #: a flit.
-SCHEDULE_ROW_BITS = 102
+SCHEDULE_ROW_BITS = 110
 #: Bits of the router's head (``hdl.router.flit.RouterHead``) below a routed NI's ``HeadInfo``.
 ROUTER_HEAD_BITS = 32
 #: Width of buffer addresses and flit counts in rows, head flits and host commands.
@@ -47,7 +55,7 @@ SIZED_FIELDS = {
     "num_ports": (1, MAX_PORTS, "network ports per NI"),
     "buffer_depth": (2, 1 << FIELD_ADDR_BITS, "buffer flits"),
     "table_depth": (2, 1 << 16, "rows per engine table"),
-    "max_chunks": (1, 256, "chunks (dependency counters) per node"),
+    "max_chunks": (1, 1 << CHUNK_BITS, "chunks (arrival counters) per node"),
 }
 
 
@@ -71,14 +79,15 @@ class NIConfig:
         Element type (``golden_model.elements``) the reduction unit adds; it must have a
         hardware adder (``hdl.adders``): ``"int32"`` (wrap-around modulo 2^32).
     elems_per_flit : int
-        Elements per flit; ``flit_width = elem_width * elems_per_flit`` must be at least 102 bits
-        (a schedule-table row is written with one host word), 105 when ``routed``.
+        Elements per flit; ``flit_width = elem_width * elems_per_flit`` must be at least 110 bits
+        (a schedule-table row is written with one host word), 113 when ``routed``.
     buffer_depth : int
         Local buffer, in flits (2..2**20).
     table_depth : int
         Rows per engine table (2..2**16).
     max_chunks : int
-        Chunks (dependency counters) per node (1..256: the chunk field is 8 bits).
+        Chunks (arrival counters, ``hdl.arrivals``) per node (1..4096: the chunk field is
+        ``CHUNK_BITS`` = 12 bits).
     rx_buffer_depth : int
         Receive FIFO per port, in flits (BookSim ``vc_buf_depth``), at least 2; in message mode
         at least ``submessage_flits``. See ``full_rate_rx_depth`` for the depth that sustains full rate.
@@ -203,6 +212,12 @@ class NIConfig:
         return buffer_banks(self.num_ports)
 
     @property
+    def arrival_readers(self):
+        """Readers of the arrival counters (``hdl.arrivals``): the P send engines, and on a
+        point-to-point NI also the P lanes' ordering rule (a routed NI's does not count)."""
+        return self.num_ports if self.routed else 2 * self.num_ports
+
+    @property
     def full_rate_rx_depth(self):
         return full_rate_rx_depth(self.link_latency, self.submessage_flits, self.buffer_banks)
 
@@ -222,11 +237,14 @@ def full_rate_rx_depth(link_latency, submessage_flits, banks):
 
 
 def rotation_slack(config, lowered):
-    """Most cycles the buffer's bank rotation (``hdl.banked_buffer``) can add to a run of
-    ``lowered`` at full rate: ``2 * (buffer_banks - 1)`` per message on the longest chain of
-    waits (``LoweredSchedule.message_chain``): K - 1 at the sender and K - 1 at the receiver.
-    The RTL's cycles lie between the timing model's and that much more."""
-    return 2 * (config.buffer_banks - 1) * lowered.message_chain
+    """Most cycles the buffer's bank rotation (``hdl.banked_buffer``) and the arrival counters'
+    loads (``hdl.arrivals``) can add to a run of ``lowered`` at full rate, per message on the
+    longest chain of waits (``LoweredSchedule.message_chain``): K - 1 for the bank and
+    ``load_cycles(arrival_readers)`` for a count, at the sender and again at the receiver. The
+    RTL's cycles lie between the timing model's and that much more."""
+    from .arrivals import load_cycles       # hdl.arrivals imports this module
+    per_message = 2 * (config.buffer_banks - 1) + 2 * load_cycles(config.arrival_readers)
+    return per_message * lowered.message_chain
 
 
 def schedule_needs(lowered):

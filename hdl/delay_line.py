@@ -75,7 +75,8 @@ class DelayLine(wiring.Component):
                 word = nxt
             m.d.comb += [self.o.eq(word), self.defined.eq(1)]
             return m
-        m.submodules.ram = ram = RAM(shape=self.width, depth=n, num_write=1, transparency=[()])
+        m.submodules.ram = ram = RAM(shape=self.width, depth=n, num_write=1, transparency=[()],
+                                     bare=True)
         ptr = Signal(range(n))
         after = Signal(range(n))
         m.d.comb += after.eq(Mux(ptr == n - 1, 0, ptr + 1))

@@ -8,7 +8,7 @@ a ``HeadInfo`` in its low bits, which the receiver checks against its schedule-t
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import Out
 
-from .config import STEP_BITS
+from .config import CHUNK_BITS, FLOW_BITS, STEP_BITS
 
 __all__ = ["FlitKind", "Op", "Flit", "FlitStream", "HeadInfo", "head_info_fields"]
 
@@ -28,25 +28,25 @@ class Op(enum.Enum, shape=1):
 
 
 class HeadInfo(data.Struct):
-    """The head flit's payload (low 73 bits; the rest of the flit is zero). Behind a router
+    """The head flit's payload (low ``HEAD_INFO_BITS`` = 81 bits; the rest of the flit is zero). Behind a router
     (``NIConfig.routed``) it sits above the router's 32-bit ``RouterHead`` instead.
 
     Members
     -------
-    flow : unsigned(8)
+    flow : unsigned(FLOW_BITS)
         Tree id (0 for non-tree algorithms).
     step : unsigned(STEP_BITS)
         Schedule step of the transfer.
-    chunk : unsigned(8)
+    chunk : unsigned(CHUNK_BITS)
     op : Op
     flits : unsigned(20)
         Payload flits that follow the head.
     addr : unsigned(20)
         Buffer flit address of the chunk (where a routed receiver writes the payload).
     """
-    flow: 8
+    flow: FLOW_BITS
     step: STEP_BITS
-    chunk: 8
+    chunk: CHUNK_BITS
     op: Op
     flits: 20
     addr: 20

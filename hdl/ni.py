@@ -4,15 +4,18 @@ Blocks: a ``BankedBuffer`` of ``buffer_depth`` flits in K = ``buffer_banks`` one
 banks served in a fixed rotation (read clients: the P send engines, the first also serving the
 host's reads while the NI is idle, and the P reduction lanes; write clients: the host and the P
 lanes; ``hdl.banked_buffer``), ``2P`` engine tables, P ``SendEngine`` and P ``ReceiveEngine``, a
-``ReductionUnit``, the ``OrderingRule`` of the lanes, ``max_chunks`` arrival counters (8 bits, a
-register array) and the host port.
+``ReductionUnit``, the ``OrderingRule`` of the lanes, the ``ArrivalCounters`` of ``max_chunks``
+chunks (memories, ``hdl.arrivals``) and the host port.
 
-Run control: ``start`` (a pulse in cycle s) clears the arrival counters, ``done``, ``error`` and
-``cycles`` and starts every engine (each reads its first row in s); the NI runs from s+1 until
-every engine is done (cycle d: the last write is in its write stage), ``done`` is 1 from d until
-the next start and ``cycles`` = d-s (the cycles from the start pulse to the first cycle ``done``
-reads 1). Credits are not reset by ``start``. Commands are accepted only while not running and not in the start
-cycle; reads complete one per cycle under ``host_rsp`` back-pressure. A buffer command is taken
+Run control: ``start`` (a pulse in cycle s) clears ``done``, ``error`` and ``cycles`` and starts
+every engine (each reads its first row in s); the NI runs from s+1 until every engine is done
+(cycle d: the last write is in its write stage), ``done`` is 1 from d until the next start and
+``cycles`` = d-s (the cycles from the start pulse to the first cycle ``done`` reads 1). Credits
+are not reset by ``start``. The arrival counters are cleared by a sweep of ``max_chunks`` cycles
+after reset and after each run (from d+1); a ``start`` during the sweep sets ``error``. Commands
+are accepted only while not running, not in the start cycle and not during the sweep (so a host
+that loads its tables through ``host_cmd`` and then starts never starts early); reads complete
+one per cycle under ``host_rsp`` back-pressure. A buffer command is taken
 only in a cycle whose bank slot holds its address (the host's read client is 0, its write
 client 0): consecutive addresses go at one per cycle, a jump waits up to K - 1 cycles. Do not
 pulse ``start`` while a ``host_rsp`` is still pending.
@@ -26,7 +29,8 @@ from .config import STEP_BITS, NIConfig
 from .flit import FlitStream
 from .banked_buffer import BankedBuffer
 from .host import HostCmd, HostRsp, TARGET_BUFFER, TARGET_TABLE
-from .ops import eq_const, select_word
+from .arrivals import ArrivalCounters
+from .ops import eq_const
 from .ordering import OrderingRule
 from .ram import RAM
 from .receive_engine import ArrivalTag, ReceiveEngine
@@ -107,10 +111,14 @@ class NetworkInterface(wiring.Component):
         nbanks, bits = buf.num_banks, buf.bank_bits
         tables = []
         for e in range(ne):
-            t = RAM(shape=ScheduleRow, depth=cfg.table_depth, num_write=1, transparency=[()])
+            t = RAM(shape=ScheduleRow, depth=cfg.table_depth, num_write=1, transparency=[()],
+                    bare=True)
             m.submodules[f"table{e}"] = t
             tables.append(t)
         m.submodules.ordering = order = OrderingRule(cfg)
+        # Readers: the send engines, then (in-order NI) the ordering rule of each lane.
+        m.submodules.arrivals = arr = ArrivalCounters(
+            num_lanes=p, num_readers=cfg.arrival_readers, max_chunks=cfg.max_chunks)
         senders, receivers = [], []
         for i in range(p):
             s = SendEngine(cfg)
@@ -160,6 +168,8 @@ class NetworkInterface(wiring.Component):
             any_error = any_error | eng.error
         with m.If(self.start):
             m.d.sync += [running.eq(1), done.eq(0), error.eq(0), cycles.eq(1)]
+            with m.If(arr.clearing):    # the counters are not cleared yet (hdl.arrivals)
+                m.d.sync += error.eq(1)
         with m.Else():
             with m.If(running):
                 m.d.sync += cycles.eq(cycles + 1)
@@ -191,34 +201,21 @@ class NetworkInterface(wiring.Component):
                      self.cycles.eq(cycles), self.step.eq(step)]
 
         # --- arrival counters ---------------------------------------------------------------
-        # Counter c is arrivals[8c : 8c+8] (wraps after 255 receives into one chunk; deps <= 255).
-        nc = cfg.max_chunks
-        arrivals = Signal(8 * nc)
-        hits = []
-        for i in range(p):
-            retire = red.retire[i]
-            hit = Signal(nc, name=f"arrival_hit{i}")
-            # A decoder as a case statement, not ``1 << chunk``: that shift is 2^8 + nc bits
-            # wide, which Verilator evaluates as a multi-word shift every cycle (and comparators
-            # ``chunk == c`` are written with narrowed constants that lint flags).
-            with m.If(retire.valid & retire.payload.last):
-                with m.Switch(retire.payload.chunk):
-                    for c in range(nc):
-                        with m.Case(c):
-                            m.d.comb += hit[c].eq(1)
-                    with m.Default():       # a chunk beyond max_chunks counts nowhere
-                        m.d.comb += hit.eq(0)
-            hits.append(hit)
-        for c in range(nc):
-            count = arrivals[8 * c:8 * c + 8]
-            total = count
-            for hit in hits:
-                total = (total + hit[c])[:8]
-            m.d.sync += count.eq(Mux(self.start, 0, total))
-        for s in senders:
-            m.d.comb += s.dep_count.eq(select_word(arrivals, s.dep_chunk, 8, nc))
+        readers = [s.dep_chunk for s in senders]
+        if not cfg.routed:
+            readers += [r.count_chunk for r in receivers]
         for i, r in enumerate(receivers):
-            m.d.comb += order.arrivals[i].eq(select_word(arrivals, r.chunk, 8, nc))
+            m.d.comb += [arr.retire[i].valid.eq(red.retire[i].valid),
+                         arr.retire[i].payload.eq(red.retire[i].payload),
+                         arr.lane_chunk[i].eq(r.chunk)]
+        for k, chunk in enumerate(readers):
+            m.d.comb += arr.chunk[k].eq(chunk)
+        for i, s in enumerate(senders):
+            m.d.comb += s.dep_count.eq(arr.count[i])
+        if not cfg.routed:
+            for i in range(p):
+                m.d.comb += order.arrivals[i].eq(arr.count[p + i])
+        m.d.comb += [arr.clear.eq(running & all_done), arr.enable.eq(running)]
         m.d.comb += buf.restart.eq(self.start)
 
         # --- host port ----------------------------------------------------------------------
@@ -235,7 +232,7 @@ class NetworkInterface(wiring.Component):
         sender0 = senders[0].buf
         m.d.comb += [
             stall.eq(rsp_valid & ~self.host_rsp.ready),
-            self.host_cmd.ready.eq(~active & ~stall & (~to_buffer | in_slot)),
+            self.host_cmd.ready.eq(~active & ~arr.clearing & ~stall & (~to_buffer | in_slot)),
             accept.eq(self.host_cmd.valid & self.host_cmd.ready),
             host_wr.en.eq(accept & cmd.write & to_buffer),
             host_wr.addr.eq(cmd.addr),
@@ -245,7 +242,8 @@ class NetworkInterface(wiring.Component):
         with m.If(active):
             m.d.comb += [host_rd.en.eq(sender0.en), host_rd.addr.eq(sender0.addr)]
         with m.Else():
-            m.d.comb += [host_rd.en.eq(~stall), host_rd.addr.eq(cmd.addr)]
+            # Only reads read: a write must not read the word it writes (bare banks, hdl.ram).
+            m.d.comb += [host_rd.en.eq(~stall & ~cmd.write), host_rd.addr.eq(cmd.addr)]
         for e, (t, eng) in enumerate(zip(tables, engines)):
             m.d.comb += [
                 t.write[0].en.eq(accept & cmd.write & (cmd.target == TARGET_TABLE)
@@ -257,7 +255,8 @@ class NetworkInterface(wiring.Component):
             with m.If(active):
                 m.d.comb += [t.read[0].en.eq(eng.table.en), t.read[0].addr.eq(eng.table.addr)]
             with m.Else():
-                m.d.comb += [t.read[0].en.eq(~stall), t.read[0].addr.eq(cmd.addr[:taw])]
+                m.d.comb += [t.read[0].en.eq(~stall & ~cmd.write),
+                             t.read[0].addr.eq(cmd.addr[:taw])]
         with m.If(~stall):
             m.d.sync += [rsp_valid.eq(accept & ~cmd.write), rsp_target.eq(cmd.target),
                          rsp_engine.eq(cmd.engine)]

@@ -24,7 +24,7 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import NIConfig
+from .config import CHUNK_BITS, COUNT_BITS, NIConfig
 
 __all__ = ["OrderingRule"]
 
@@ -41,8 +41,9 @@ class OrderingRule(wiring.Component):
     -------
     busy, chunk, order, addr, written : ``In(...).array(num_ports)``
         What each receive engine publishes (``hdl.receive_engine.ReceiveEngine``).
-    arrivals : ``In(8).array(num_ports)``
-        Completed receives into lane i's chunk (the NI's arrival counter of ``chunk[i]``).
+    arrivals : ``In(COUNT_BITS).array(num_ports)``
+        Completed receives into lane i's chunk (``hdl.arrivals``: a lower bound, 0 while the
+        count is loading).
     ok : ``Out(1).array(num_ports)``
     """
 
@@ -52,8 +53,9 @@ class OrderingRule(wiring.Component):
         self._config = config
         p = config.num_ports
         super().__init__({
-            "busy": In(1).array(p), "chunk": In(8).array(p), "order": In(8).array(p),
-            "addr": In(20).array(p), "written": In(20).array(p), "arrivals": In(8).array(p),
+            "busy": In(1).array(p), "chunk": In(CHUNK_BITS).array(p),
+            "order": In(COUNT_BITS).array(p), "addr": In(20).array(p),
+            "written": In(20).array(p), "arrivals": In(COUNT_BITS).array(p),
             "ok": Out(1).array(p),
         })
 
@@ -72,7 +74,7 @@ class OrderingRule(wiring.Component):
                 if self._config.routed:     # j has flit a in flight
                     m.d.comb += hit.eq(same & (self.written[j] <= a) & (a < self.addr[j]))
                 else:                       # j is the contribution before i and has written a
-                    m.d.comb += hit.eq(same & ((self.order[j] + 1)[:8] == self.order[i])
+                    m.d.comb += hit.eq(same & ((self.order[j] + 1)[:COUNT_BITS] == self.order[i])
                                        & (self.written[j] > a))
                 terms.append(hit)
             any_hit = Cat(*terms).any() if terms else 0

@@ -33,7 +33,7 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from .config import NIConfig, ROUTER_HEAD_BITS
+from .config import CHUNK_BITS, COUNT_BITS, NIConfig, ROUTER_HEAD_BITS
 from .credit import CreditReturn
 from .fifo import make_fifo
 from .flit import Flit, FlitKind, FlitStream, HeadInfo
@@ -47,7 +47,7 @@ __all__ = ["ReceiveEngine", "ArrivalTag"]
 class ArrivalTag(data.Struct):
     """Tag of a lane request: the tail flit of a message into ``chunk``."""
     last: 1
-    chunk: 8
+    chunk: CHUNK_BITS
 
 
 class ReceiveEngine(wiring.Component):
@@ -74,6 +74,10 @@ class ReceiveEngine(wiring.Component):
         The bank the lane may read this cycle.
     order_ok : ``In(1)``
         The ordering rule allows the payload flit at ``addr`` this cycle.
+    count_chunk : ``Out(CHUNK_BITS)``
+        The chunk whose arrival count the ordering rule needs now or next: the message's while
+        ``busy``, else the next row's (so that the count is loaded before its head arrives,
+        ``hdl.arrivals``).
     busy, chunk, order, addr, written : ``Out``
         A message is in progress or has writes in flight; its chunk, its order (row ``deps``), the address of its next
         payload flit, and the address below which its flits are written (all of the message's
@@ -105,8 +109,9 @@ class ReceiveEngine(wiring.Component):
             "slot": In(ceil_log2(config.buffer_banks)),
             "order_ok": In(1),
             "busy": Out(1),
-            "chunk": Out(8),
-            "order": Out(8),
+            "chunk": Out(CHUNK_BITS),
+            "count_chunk": Out(CHUNK_BITS),
+            "order": Out(COUNT_BITS),
             "addr": Out(20),
             "written": Out(20),
             "done": Out(1),
@@ -134,8 +139,8 @@ class ReceiveEngine(wiring.Component):
         remaining = Signal(20)
         addr = Signal(20)
         op = Signal.like(self.lane.payload.op)
-        chunk = Signal(8)
-        order = Signal(8)
+        chunk = Signal(CHUNK_BITS)
+        order = Signal(COUNT_BITS)
         written = Signal(20)
         cur_step = Signal(16)
         bank_bits = len(self.slot)
@@ -219,6 +224,7 @@ class ReceiveEngine(wiring.Component):
             lane.tag.chunk.eq(chunk),
             self.busy.eq(in_msg | (written != addr)),
             self.chunk.eq(chunk),
+            self.count_chunk.eq(Mux(in_msg | (written != addr), chunk, row.chunk)),
             self.order.eq(order),
             self.addr.eq(addr),
             self.written.eq(written),

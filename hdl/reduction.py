@@ -102,7 +102,8 @@ class ReductionUnit(wiring.Component):
         latency = self.adder.latency
         for i in range(cfg.num_ports):
             lane = self.lanes[i]
-            m.d.comb += [self.mem_read[i].en.eq(1), self.mem_read[i].addr.eq(lane.payload.addr)]
+            m.d.comb += [self.mem_read[i].en.eq(lane.valid),
+                         self.mem_read[i].addr.eq(lane.payload.addr)]
             valid = Signal(name=f"add{i}_valid")
             req = Signal(self._request, name=f"add{i}_req")
             m.d.sync += [valid.eq(lane.valid), req.eq(lane.payload)]

@@ -13,7 +13,7 @@ from amaranth.lib import data
 
 from golden_model.lowering import Direction
 
-from .config import STEP_BITS
+from .config import CHUNK_BITS, COUNT_BITS, FLOW_BITS, STEP_BITS
 from .flit import Op
 
 __all__ = ["ScheduleRow", "pack_row", "unpack_row", "engine_index", "EngineTable",
@@ -21,7 +21,7 @@ __all__ = ["ScheduleRow", "pack_row", "unpack_row", "engine_index", "EngineTable
 
 
 class ScheduleRow(data.Struct):
-    """One row of an engine table (102 bits, ``valid`` in bit 0).
+    """One row of an engine table (``SCHEDULE_ROW_BITS`` = 110 bits, ``valid`` in bit 0).
 
     Members
     -------
@@ -29,13 +29,13 @@ class ScheduleRow(data.Struct):
         0 ends the table.
     step : unsigned(STEP_BITS)
     op : Op
-    flow : unsigned(8)
-    chunk : unsigned(8)
+    flow : unsigned(FLOW_BITS)
+    chunk : unsigned(CHUNK_BITS)
     addr : unsigned(20)
         Buffer flit address of the chunk's first flit.
     flits : unsigned(20)
         Payload flits of the message.
-    deps : unsigned(8)
+    deps : unsigned(COUNT_BITS)
         SEND: receives into ``chunk`` that must have completed; RECV: the order of this
         contribution into ``chunk`` (the receives before it, ``hdl.ordering``; unused routed).
     dest, src : unsigned(10)
@@ -44,11 +44,11 @@ class ScheduleRow(data.Struct):
     valid: 1
     step: STEP_BITS
     op: Op
-    flow: 8
-    chunk: 8
+    flow: FLOW_BITS
+    chunk: CHUNK_BITS
     addr: 20
     flits: 20
-    deps: 8
+    deps: COUNT_BITS
     dest: 10
     src: 10
 

@@ -29,7 +29,7 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from .config import NIConfig, ROUTER_HEAD_BITS
+from .config import CHUNK_BITS, COUNT_BITS, NIConfig, ROUTER_HEAD_BITS
 from .credit import CreditCounter
 from .ops import eq_const, ge_const, is_zero
 from .flit import FlitKind, FlitStream, HeadInfo
@@ -55,10 +55,11 @@ class SendEngine(wiring.Component):
         The engine's read client of the banked buffer.
     slot : ``In(bank_bits)``
         The bank that client may read this cycle.
-    dep_chunk : ``Out(8)``
+    dep_chunk : ``Out(CHUNK_BITS)``
         The chunk of the row waiting to be sent.
-    dep_count : ``In(8)``
-        Completed receives into ``dep_chunk`` (combinational answer from the NI).
+    dep_count : ``In(COUNT_BITS)``
+        Completed receives into ``dep_chunk`` (``hdl.arrivals``; a lower bound, 0 while the
+        count is loading).
     flit_out : ``Out(FlitStream(flit_width))``
         To the link.
     credit_in : ``In(1)``
@@ -82,8 +83,8 @@ class SendEngine(wiring.Component):
             "buf": In(memory.ReadPort.Signature(addr_width=config.buffer_addr_width,
                                                 shape=unsigned(config.flit_width))),
             "slot": In(ceil_log2(config.buffer_banks)),
-            "dep_chunk": Out(8),
-            "dep_count": In(8),
+            "dep_chunk": Out(CHUNK_BITS),
+            "dep_count": In(COUNT_BITS),
             "flit_out": Out(FlitStream(config.flit_width)),
             "credit_in": In(1),
             "done": Out(1),
@@ -141,7 +142,7 @@ class SendEngine(wiring.Component):
             idx_next.eq(Mux(self.start, 0, idx + head_go)),
             self.table.en.eq(1),
             self.table.addr.eq(Mux(eq_const(idx_next, depth), 0, idx_next)),
-            self.buf.en.eq(1),
+            self.buf.en.eq(body_go),     # only real reads (bare banks, hdl.ram)
             self.buf.addr.eq(addr),
         ]
         m.d.sync += idx.eq(idx_next)

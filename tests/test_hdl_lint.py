@@ -80,10 +80,10 @@ def test_network_config_for_fits_the_schedule():
     with pytest.raises(ValueError, match=r"multitree on torus:4x4 needs [0-9,]+ buffer flits, "
                                          r"the hardware has 8 \(buffer_depth\)"):
         network_config_for(lowered, buffer_depth=8)
-    # A schedule beyond the hardware's range: ring all-reduce on 300 nodes has 300 chunks.
-    big = lower(build_schedule("ring", parse_topology("ring:300"), 300))
-    with pytest.raises(ValueError, match="ring on ring:300 with 300 elements per node needs 300 "
-                                         "chunks .* at most 256"):
+    # A schedule beyond the hardware's range: 2^22 + 8 elements are 2^20 + 2 flits of 4.
+    big = lower(build_schedule("ring", parse_topology("ring:2"), 2**22 + 8))
+    with pytest.raises(ValueError, match="ring on ring:2 with 4,194,312 elements per node needs "
+                                         "1,048,578 buffer flits; the NI has at most 1,048,576"):
         network_config_for(big)
     with pytest.raises(ValueError, match="'bogus'"):
         network_config_for(lowered, bogus=1)

@@ -27,7 +27,7 @@ from hdl.schedule_table import ScheduleRow, engine_index, pack_row, unpack_row
 @pytest.mark.parametrize("field, value", [
     ("num_ports", 0), ("num_ports", 9), ("num_ports", True), ("dtype", 32), ("dtype", "int7"),
     ("elems_per_flit", 2), ("buffer_depth", 1), ("table_depth", 1), ("buffer_depth", 1 << 21), ("table_depth", 0),
-    ("max_chunks", 257), ("rx_buffer_depth", 1), ("flow_control", "wormhole"),
+    ("max_chunks", 4097), ("rx_buffer_depth", 1), ("flow_control", "wormhole"),
     ("submessage_flits", 0), ("link_latency", -1), ("link_latency", 1.5), ("link_latency", 1025),
 ])
 def test_config_rejects_bad_values(field, value):
@@ -48,7 +48,7 @@ def test_config_message_mode_needs_one_submessage():
 
 def _random_row(rng):
     return TableRow(step=rng.randrange(1 << 16), op=rng.choice(list(GoldenOp)),
-                    flow=rng.randrange(256), chunk=rng.randrange(256), addr=rng.randrange(1 << 20),
+                    flow=rng.randrange(4096), chunk=rng.randrange(4096), addr=rng.randrange(1 << 20),
                     flits=rng.randrange(1, 1 << 20), elements=1, deps=rng.randrange(256),
                     dest=rng.randrange(1024), src=rng.randrange(1024))
 
@@ -67,7 +67,7 @@ def test_pack_row_matches_the_struct_and_round_trips():
         assert fields["valid"] == 1 and fields["op"].name == row.op.name
         for name in ("step", "flow", "chunk", "addr", "flits", "deps", "dest", "src"):
             assert fields[name] == getattr(row, name)
-    assert ScheduleRow.as_shape().size == 1 + 16 + 1 + 8 + 8 + 20 + 20 + 8 + 10 + 10
+    assert ScheduleRow.as_shape().size == 1 + 16 + 1 + 12 + 12 + 20 + 20 + 8 + 10 + 10
 
 
 def test_pack_row_rejects_fields_that_do_not_fit():
