@@ -103,6 +103,8 @@ DESIGNS = [
            dict(flow_control="message"), True),
     Design("ni-credit", "ni", "NI 4 ports, 1024-flit buffer, 128 b, rx 32, credit FC",
            dict(flow_control="credit"), True),
+    Design("ni-copies", "ni", "NI 4 ports, 1024-flit buffer x 2 copies, 128 b, message FC",
+           dict(flow_control="message", buffer_copies=2), True),
     Design("ni-small-message", "ni", "NI 2 ports, 16-flit buffer, 128 b, rx 16, message FC",
            dict(flow_control="message", **_NI_SMALL), True),
     Design("ni-small-credit", "ni", "NI 2 ports, 16-flit buffer, 128 b, rx 16, credit FC",

@@ -207,8 +207,8 @@ _OUTPUT_FILES = {"verilog": "network.v", "report": "report.json", "tb_top": "tb_
 
 
 def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_latency=150,
-             flow_control="message", seed=0, waves=False, out=None, build_root=None,
-             progress=True):
+             flow_control="message", buffer_copies=1, seed=0, waves=False, out=None,
+             build_root=None, progress=True):
     """Plan, build, simulate, verify; returns ``(report dict, exit code)`` (0: every node of
     every algorithm matched the golden model).
 
@@ -220,6 +220,8 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_la
     sim : {"verilator", "icarus"}
     dtype : str
         Element type the NIs add.
+    buffer_copies : {1, 2}
+        ``NIConfig.buffer_copies``.
     build_root : path, optional
         Build cache (``tb.toolchain.build_root``).
 
@@ -233,7 +235,8 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_la
     """
     wall0 = time.perf_counter()
     plan = plan_demo(topology, elements, sim, waves,
-                     {"dtype": dtype, "link_latency": link_latency, "flow_control": flow_control})
+                     {"dtype": dtype, "link_latency": link_latency, "flow_control": flow_control,
+                      "buffer_copies": buffer_copies})
     hw, d = plan.hardware, plan.elements
     config, etype = hw.config, hw.element_type
     out = ensure_folder(out or f"out/demo-{topology.spec.replace(':', '-')}")

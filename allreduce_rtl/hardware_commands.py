@@ -54,7 +54,8 @@ def register(sub):
 def _plan(args, algorithms, elements, **kw):
     from .plan import plan_hardware  # noqa: PLC0415
     return plan_hardware(options.topology(args), algorithms, elements, dtype=args.dtype,
-                         flow_control=args.flow_control, link_latency=args.link_latency, **kw)
+                         flow_control=args.flow_control, link_latency=args.link_latency,
+                         buffer_copies=args.buffer_copies, **kw)
 
 
 def _tables(run, config):
@@ -151,6 +152,7 @@ def cmd_demo(args):
     report, code = run_demo(topology=options.topology(args), elements=args.elements,
                             sim=args.simulator, dtype=args.dtype,
                             link_latency=args.link_latency, flow_control=args.flow_control,
+                            buffer_copies=args.buffer_copies,
                             seed=args.seed, waves=args.waves, out=args.out,
                             build_root=args.build_dir, progress=True)
     if args.json:

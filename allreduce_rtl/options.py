@@ -106,6 +106,10 @@ def hardware_options(p, topology_default="torus:4x4", dtype=True):
                    default=DEFAULT_LINK_LATENCY, metavar="CYCLES",
                    help=f"cycles per link direction, 0..{MAX_LINK_STAGES} "
                    f"(default %(default)s, the paper's)")
+    g.add_argument("--buffer-copies", type=int, choices=(1, 2), default=1,
+                   help="copies of each NI buffer bank: 2 gives the send engines and the "
+                   "reduction lanes one each, twice the buffer memory for about half the "
+                   "multiplexers and shorter bank waits (default %(default)s)")
     if dtype:
         hw = [name for name in ELEMENT_TYPES if name in ADDERS]
         g.add_argument("--dtype", choices=hw, default=DEFAULT_DTYPE,

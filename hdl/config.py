@@ -41,6 +41,8 @@ ROUTER_HEAD_BITS = 32
 FIELD_ADDR_BITS = 20
 #: Width of schedule steps in rows, head flits and the NI's ``step`` status output.
 STEP_BITS = 16
+#: Copies of the NI buffer's banks an ``NIConfig`` may ask for (``hdl.banked_buffer``).
+BUFFER_COPIES = (1, 2)
 #: ``host_cmd.engine`` is 4 bits wide and there are ``2 * num_ports`` engines.
 MAX_PORTS = 8
 #: Cycles per link direction the hardware builds (``hdl.link``, ``hdl.router.network``, one
@@ -103,6 +105,10 @@ class NIConfig:
         router's 32-bit header (destination and source terminal from the row), and receive
         engines take messages in any order, writing where the head says (their rows only count
         the messages). False: point-to-point links, messages checked in table order.
+    buffer_copies : int
+        1 or 2: copies of the buffer's banks (``hdl.banked_buffer``). 2 gives the send engines
+        and the lanes a copy each: twice the buffer's memory bits, fewer banks and about half
+        the multiplexers between the clients and the banks.
 
     Attributes
     ----------
@@ -118,7 +124,8 @@ class NIConfig:
         Credits of a send port after reset: ``rx_buffer_depth`` (credit mode) or
         ``rx_buffer_depth // submessage_flits`` (message mode).
     buffer_banks : int
-        Banks of the buffer (``hdl.banked_buffer``): the next power of two >= 2 * num_ports.
+        Banks of the buffer (``hdl.banked_buffer``): the next power of two >= 2 * num_ports /
+        buffer_copies (at least 2).
     full_rate_rx_depth : int
         ``2 * link_latency + 2 * submessage_flits + buffer_banks``: with ``rx_buffer_depth`` at
         least this, a link runs at one flit per cycle in both modes (for messages of whole
@@ -141,6 +148,7 @@ class NIConfig:
     submessage_flits: int = 16
     link_latency: int = 4
     routed: bool = False
+    buffer_copies: int = 1
 
     def __post_init__(self):
         for name, (lo, hi, _) in SIZED_FIELDS.items():
@@ -163,6 +171,8 @@ class NIConfig:
         check_int("link_latency", self.link_latency, 0, MAX_LINK_STAGES)
         if not isinstance(self.routed, bool):
             raise ValueError(f"routed must be True or False, not {self.routed!r}")
+        if isinstance(self.buffer_copies, bool) or self.buffer_copies not in BUFFER_COPIES:
+            raise ValueError(f"buffer_copies must be 1 or 2, not {self.buffer_copies!r}")
         if self.routed and not self.element_type.associative:
             raise ValueError(f"a routed NI receives messages in any order, so it adds exactly only "
                              f"an associative type, not {self.dtype} (hdl.ordering)")
@@ -209,7 +219,7 @@ class NIConfig:
 
     @property
     def buffer_banks(self):
-        return buffer_banks(self.num_ports)
+        return buffer_banks(self.num_ports, self.buffer_copies)
 
     @property
     def arrival_readers(self):
@@ -222,10 +232,11 @@ class NIConfig:
         return full_rate_rx_depth(self.link_latency, self.submessage_flits, self.buffer_banks)
 
 
-def buffer_banks(num_ports):
-    """Banks of the buffer of an NI with ``num_ports`` ports (``hdl.banked_buffer``): the next
-    power of two >= ``2 * num_ports`` (one rotation slot per send engine and reduction lane)."""
-    return 1 << ceil_log2(max(2, 2 * num_ports))
+def buffer_banks(num_ports, copies=1):
+    """Banks of the buffer of an NI with ``num_ports`` ports and ``copies`` copies of it
+    (``hdl.banked_buffer``): the next power of two >= ``2 * num_ports / copies``, at least 2
+    (one rotation slot per send engine and reduction lane of each copy)."""
+    return 1 << ceil_log2(max(2, 2 * num_ports // copies))
 
 
 def full_rate_rx_depth(link_latency, submessage_flits, banks):
@@ -326,9 +337,11 @@ def network_config_for(lowered, **overrides):
     latency = overrides.get("link_latency", defaults.link_latency)
     sub = overrides.get("submessage_flits", defaults.submessage_flits)
     ports = overrides.get("num_ports", need["num_ports"])
+    copies = overrides.get("buffer_copies", defaults.buffer_copies)
     chosen = dict(need, routed=first.routed, elems_per_flit=first.elements_per_flit)
-    if isinstance(latency, int) and isinstance(sub, int) and isinstance(ports, int):
-        chosen["rx_buffer_depth"] = full_rate_rx_depth(latency, sub, buffer_banks(ports))
+    if (isinstance(latency, int) and isinstance(sub, int) and isinstance(ports, int)
+            and copies in BUFFER_COPIES):
+        chosen["rx_buffer_depth"] = full_rate_rx_depth(latency, sub, buffer_banks(ports, copies))
     chosen.update(overrides)
     config = NIConfig(**chosen)
     for lw in lowered:

@@ -6,7 +6,6 @@ import pathlib
 from amaranth.back import verilog
 
 from .banked_buffer import bank_depth, bank_name
-from .config import buffer_banks
 from .network import Network, ni_instances, ni_name
 from .ni import BUFFER, NetworkInterface
 from .ram import VERILOG_ARRAY, verilog_rams
@@ -83,13 +82,14 @@ def buffer_arrays(config, num_nodes):
     Returns
     -------
     (names, bank_depth)
-        ``names[u][b]``: the hierarchical name, relative to the top module ``network``, of the
-        word array (``bank_depth`` words of ``config.flit_width`` bits) of bank ``b`` of node
-        ``u``'s NI, e.g. ``"ni3.buffer.bank5.ram.storage"``. Flit ``a`` of the buffer is word
-        ``a // K`` of bank ``a % K``, K = ``hdl.config.buffer_banks(config.num_ports)``
-        (``hdl.banked_buffer``).
+        ``names[u][b]``: a tuple of the hierarchical names, relative to the top module
+        ``network``, of the word arrays (``bank_depth`` words of ``config.flit_width`` bits) of
+        bank ``b`` of node ``u``'s NI, one per copy (``config.buffer_copies``, same contents),
+        e.g. ``("ni3.buffer.bank5.ram.storage",)``. Flit ``a`` of the buffer is word ``a // K``
+        of bank ``a % K``, K = ``config.buffer_banks`` (``hdl.banked_buffer``).
     """
-    k = buffer_banks(config.num_ports)
-    names = [[f"{ni_name(u)}.{BUFFER}.{bank_name(b)}.{VERILOG_ARRAY}" for b in range(k)]
+    k = config.buffer_banks
+    names = [[tuple(f"{ni_name(u)}.{BUFFER}.{bank_name(b, g)}.{VERILOG_ARRAY}"
+                    for g in range(config.buffer_copies)) for b in range(k)]
              for u in range(num_nodes)]
     return names, bank_depth(config.buffer_depth, k)

@@ -1,9 +1,9 @@
 """The MultiTree network interface (docs/hardware.md, "Network interface").
 
 Blocks: a ``BankedBuffer`` of ``buffer_depth`` flits in K = ``buffer_banks`` one-read, one-write
-banks served in a fixed rotation (read clients: the P send engines, the first also serving the
-host's reads while the NI is idle, and the P reduction lanes; write clients: the host and the P
-lanes; ``hdl.banked_buffer``), ``2P`` engine tables, P ``SendEngine`` and P ``ReceiveEngine``, a
+banks (``buffer_copies`` copies of each) served in a fixed rotation (read clients: the P send
+engines, the first also serving the host's reads while the NI is idle, and the P reduction
+lanes; write clients: the host and the P lanes; ``hdl.banked_buffer``), ``2P`` engine tables, P ``SendEngine`` and P ``ReceiveEngine``, a
 ``ReductionUnit``, the ``OrderingRule`` of the lanes, the ``ArrivalCounters`` of ``max_chunks``
 chunks (memories, ``hdl.arrivals``) and the host port.
 
@@ -27,7 +27,7 @@ from amaranth.lib.wiring import In, Out
 
 from .config import STEP_BITS, NIConfig
 from .flit import FlitStream
-from .banked_buffer import BankedBuffer
+from .banked_buffer import BankedBuffer, lane_read_client, lane_write_client
 from .host import HostCmd, HostRsp, TARGET_BUFFER, TARGET_TABLE
 from .arrivals import ArrivalCounters
 from .ops import eq_const
@@ -107,7 +107,10 @@ class NetworkInterface(wiring.Component):
         m.submodules.reduction = red = ReductionUnit(cfg, ArrivalTag)
         delay = write_delay(red.adder)
         m.submodules[BUFFER] = buf = BankedBuffer(num_ports=p, depth=cfg.buffer_depth,
-                                                 flit_width=cfg.flit_width, write_delay=delay)
+                                                 flit_width=cfg.flit_width, write_delay=delay,
+                                                 copies=cfg.buffer_copies)
+        lane_rd = lane_read_client(p, cfg.buffer_copies)
+        lane_wr = lane_write_client(p, cfg.buffer_copies)
         nbanks, bits = buf.num_banks, buf.bank_bits
         tables = []
         for e in range(ne):
@@ -130,21 +133,26 @@ class NetworkInterface(wiring.Component):
             wiring.connect(m, wiring.flipped(self.tx[i]), s.flit_out)
             wiring.connect(m, wiring.flipped(self.rx[i]), r.flit_in)
             m.d.comb += [s.credit_in.eq(self.tx_credit[i]), self.rx_credit[i].eq(r.credit_out),
-                         s.slot.eq(buf.read_slot[i]), r.slot.eq(buf.read_slot[p + i])]
+                         s.slot.eq(buf.read_slot[i]), r.slot.eq(buf.read_slot[lane_rd + i])]
             if i:
                 wiring.connect(m, s.buf, buf.read[i])
             wiring.connect(m, r.lane, red.lanes[i])
-            wiring.connect(m, red.mem_read[i], buf.read[p + i])
-            wiring.connect(m, red.mem_write[i], buf.write[p + i])
+            wiring.connect(m, red.mem_read[i], buf.read[lane_rd + i])
+            if lane_wr + i:     # write client 0 is the host's (shared below with two copies)
+                wiring.connect(m, red.mem_write[i], buf.write[lane_wr + i])
             m.d.comb += [r.retire.valid.eq(red.retire[i].valid),
                          r.retire.payload.eq(red.retire[i].payload),
                          order.busy[i].eq(r.busy), order.chunk[i].eq(r.chunk),
                          order.order[i].eq(r.order), order.addr[i].eq(r.addr),
                          order.written[i].eq(r.written), r.order_ok.eq(order.ok[i])]
-        for c in range(2 * p, nbanks):      # rotation slots nobody uses
-            m.d.comb += buf.read[c].en.eq(0)
-        for c in [*range(1, p), *range(2 * p, nbanks)]:
-            m.d.comb += buf.write[c].en.eq(0)
+        reads = {*range(p), *range(lane_rd, lane_rd + p)}
+        for c in range(len(buf.read)):      # rotation slots nobody uses
+            if c not in reads:
+                m.d.comb += buf.read[c].en.eq(0)
+        writes = {0, *range(lane_wr, lane_wr + p)}
+        for c in range(nbanks):
+            if c not in writes:
+                m.d.comb += buf.write[c].en.eq(0)
         host_rd, host_wr = buf.read[0], buf.write[0]
         engines = senders + receivers
 
@@ -234,11 +242,17 @@ class NetworkInterface(wiring.Component):
             stall.eq(rsp_valid & ~self.host_rsp.ready),
             self.host_cmd.ready.eq(~active & ~arr.clearing & ~stall & (~to_buffer | in_slot)),
             accept.eq(self.host_cmd.valid & self.host_cmd.ready),
-            host_wr.en.eq(accept & cmd.write & to_buffer),
-            host_wr.addr.eq(cmd.addr),
-            host_wr.data.eq(cmd.data),
             sender0.data.eq(host_rd.data),
         ]
+        host_write = accept & cmd.write & to_buffer
+        if lane_wr:
+            m.d.comb += [host_wr.en.eq(host_write), host_wr.addr.eq(cmd.addr),
+                         host_wr.data.eq(cmd.data)]
+        else:       # lane 0's write client, idle whenever the host may write
+            lane0 = red.mem_write[0]
+            m.d.comb += [host_wr.en.eq(lane0.en | host_write),
+                         host_wr.addr.eq(Mux(active, lane0.addr, cmd.addr)),
+                         host_wr.data.eq(Mux(active, lane0.data, cmd.data))]
         with m.If(active):
             m.d.comb += [host_rd.en.eq(sender0.en), host_rd.addr.eq(sender0.addr)]
         with m.Else():

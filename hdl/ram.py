@@ -200,7 +200,7 @@ def _verilog_module(name, num_write, transparency, bare=False):
         lines.append(f"    rd{i}_data = {{WIDTH{{1'b0}}}};")
     lines.append("  end")
     if bare:
-        lines.append("  // synthesis translate_off")
+        lines.append("`ifndef SYNTHESIS  // Yosys defines it: the check is for simulators")
         lines.append("  always @(posedge clk) begin")
         for i in range(len(transparency)):
             for w in range(num_write):
@@ -210,7 +210,7 @@ def _verilog_module(name, num_write, transparency, bare=False):
                           "      $fatal(1);",
                           "    end"]
         lines.append("  end")
-        lines.append("  // synthesis translate_on")
+        lines.append("`endif")
     lines.append("  always @(posedge clk) begin")
     for i in range(num_write):
         lines.append(f"    if (wr{i}_en) {_ARRAY}[wr{i}_addr] <= wr{i}_data;")

@@ -366,7 +366,7 @@ class Backdoor:
       so the NI can be one hierarchical block, verilated and compiled once for all nodes (the
       64-node networks: ``tb.runner.FLAT_MAX_NODES``).
     """
-    names: tuple            # names[u][b], relative to the network instance
+    names: tuple            # names[u][b]: one per copy, relative to the network instance
     bank_depth: int         # words per bank
     flit_width: int         # bits per word
 
@@ -391,10 +391,12 @@ class Backdoor:
         return len(self.names[0])
 
     @staticmethod
-    def file(kind: str, node: int, bank: int) -> str:
-        """The file of bank ``bank`` of node ``node`` in a run's folder: ``kind`` ``"buf"`` (the
-        load) or ``"out"`` (the dump)."""
-        return f"{kind}_{node}_{bank}.bin"
+    def file(kind: str, node: int, bank: int, copy: int = 0) -> str:
+        """The file of copy ``copy`` of bank ``bank`` of node ``node`` in a run's folder:
+        ``kind`` ``"buf"`` (the load, the same for every copy) or ``"out"`` (the dump; copies
+        above 0, which ``read_dump`` does not read, have one of their own)."""
+        tail = f"_copy{copy}" if copy and kind == "out" else ""
+        return f"{kind}_{node}_{bank}{tail}.bin"
 
     def verilog(self, instance: str) -> list[str]:
         """Lines of ``tb_top``'s backdoor around the network instance ``instance``."""
@@ -414,27 +416,29 @@ class Backdoor:
         ]
         for kind, mode, flag in (("buf", "rb", "tb_load"), ("out", "wb", "tb_dump")):
             lines.append(f"        if (bd_on && {flag}) begin")
-            for u, banks in enumerate(self.names):
-                for b, name in enumerate(banks):
-                    ref, file = f"{instance}.{name}", self.file(kind, u, b)
+            refs = [(u, b, name) for u, banks in enumerate(self.names)
+                    for b, copies in enumerate(banks)       # every copy loads, copy 0 dumps
+                    for name in (copies if kind == "buf" else copies[:1])]
+            for u, b, name in refs:
+                ref, file = f"{instance}.{name}", self.file(kind, u, b)
+                lines += [
+                    f"            if (bd_have_dir) $sformat(bd_name, \"%0s/run%0d/{file}\","
+                    f" bd_dir, tb_run);",
+                    f"            else $sformat(bd_name, \"run%0d/{file}\", tb_run);",
+                    f"            bd_fd = $fopen(bd_name, \"{mode}\");",
+                ]
+                if kind == "buf":
+                    lines.append(f"            if (bd_fd != 0) begin bd_n = $fread({ref}, "
+                                 f"bd_fd); $fclose(bd_fd); end")
+                else:
                     lines += [
-                        f"            if (bd_have_dir) $sformat(bd_name, \"%0s/run%0d/{file}\","
-                        f" bd_dir, tb_run);",
-                        f"            else $sformat(bd_name, \"run%0d/{file}\", tb_run);",
-                        f"            bd_fd = $fopen(bd_name, \"{mode}\");",
+                        "            if (bd_fd != 0) begin",
+                        f"                for (bd_i = 0; bd_i < {self.bank_depth}; "
+                        f"bd_i = bd_i + 1)",
+                        f"                    $fwrite(bd_fd, \"%u\", {ref}[bd_i]);",
+                        "                $fclose(bd_fd);",
+                        "            end",
                     ]
-                    if kind == "buf":
-                        lines.append(f"            if (bd_fd != 0) begin bd_n = $fread({ref}, "
-                                     f"bd_fd); $fclose(bd_fd); end")
-                    else:
-                        lines += [
-                            "            if (bd_fd != 0) begin",
-                            f"                for (bd_i = 0; bd_i < {self.bank_depth}; "
-                            f"bd_i = bd_i + 1)",
-                            f"                    $fwrite(bd_fd, \"%u\", {ref}[bd_i]);",
-                            "                $fclose(bd_fd);",
-                            "            end",
-                        ]
             lines.append("        end")
         lines.append("    end")
         return lines
@@ -485,13 +489,15 @@ class Backdoor:
         return verilog[:end] + "\n" + "\n".join(lines) + verilog[end:]
 
     def write_map(self, path: pathlib.Path) -> None:
-        """The DPI form's map file: ``<load file> <dump file> <name>`` per bank (:meth:`file`),
-        the name relative to the network without the array (``ni3.buffer.bank5.ram``)."""
+        """The DPI form's map file: ``<load file> <dump file> <name>`` per copy of every bank
+        (:meth:`file`), the name relative to the network without the array
+        (``ni3.buffer.bank5.ram``)."""
         from hdl.ram import VERILOG_STORAGE  # noqa: PLC0415
         path.write_text("".join(
-            f"{self.file('buf', u, b)} {self.file('out', u, b)} "
+            f"{self.file('buf', u, b)} {self.file('out', u, b, g)} "
             f"{name.removesuffix('.' + VERILOG_STORAGE)}\n"
-            for u, banks in enumerate(self.names) for b, name in enumerate(banks)))
+            for u, banks in enumerate(self.names) for b, copies in enumerate(banks)
+            for g, name in enumerate(copies)))
 
     def write_load(self, folder: pathlib.Path, node: int, flits: np.ndarray) -> None:
         """Write node ``node``'s load files: ``flits`` ((F, elems_per_flit) bit patterns of the

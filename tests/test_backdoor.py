@@ -61,13 +61,16 @@ def test_backdoor_rejects_a_flit_width_the_dump_cannot_hold():
         harness.Backdoor.for_config(cfg, 2)
 
 
-def test_buffer_arrays_name_the_generated_verilog_instances():
+@pytest.mark.parametrize("copies", [1, 2])
+def test_buffer_arrays_name_the_generated_verilog_instances(copies):
     topo = parse_topology("ring:3", link_latency=2)
-    cfg = NIConfig(num_ports=2, buffer_depth=32, table_depth=8, rx_buffer_depth=64)
+    cfg = NIConfig(num_ports=2, buffer_depth=32, table_depth=8, rx_buffer_depth=64,
+                   buffer_copies=copies)
     text = to_verilog(build_network(topo, cfg))
     names, depth = buffer_arrays(cfg, 3)
-    assert depth == 32 // buffer_banks(2)
-    for name in {n for row in names for n in row}:
+    assert depth == 32 // buffer_banks(2, copies)
+    assert {len(c) for row in names for c in row} == {copies}
+    for name in {n for row in names for c in row for n in c}:
         ni, buf, bank, ram, array = name.split(".")
         assert f"network_ni {ni} (" in text
         assert f"  \\network_ni.{buf}  {buf} (" in text
@@ -75,9 +78,11 @@ def test_buffer_arrays_name_the_generated_verilog_instances():
         assert f") {ram} (" in text and f"reg [WIDTH-1:0] {array} [0:DEPTH-1];" in text
 
 
-def test_dpi_form_goes_into_the_bank_module_and_nowhere_else(tmp_path):
+@pytest.mark.parametrize("copies", [1, 2])
+def test_dpi_form_goes_into_the_bank_module_and_nowhere_else(tmp_path, copies):
     topo = parse_topology("ring:3", link_latency=2)
-    cfg = NIConfig(num_ports=2, buffer_depth=32, table_depth=8, rx_buffer_depth=64)
+    cfg = NIConfig(num_ports=2, buffer_depth=32, table_depth=8, rx_buffer_depth=64,
+                   buffer_copies=copies)
     text = to_verilog(build_network(topo, cfg))
     bd = harness.Backdoor.for_config(cfg, 3)
     out = bd.dpi_verilog(text)
@@ -93,8 +98,9 @@ def test_dpi_form_goes_into_the_bank_module_and_nowhere_else(tmp_path):
     bd.write_map(tmp_path / "map.txt")
     names, _ = buffer_arrays(cfg, 3)
     assert (tmp_path / "map.txt").read_text().splitlines() == [
-        f"buf_{u}_{b}.bin out_{u}_{b}.bin {names[u][b].removesuffix('.storage')}"
-        for u in range(3) for b in range(buffer_banks(2))]
+        f"buf_{u}_{b}.bin out_{u}_{b}{f'_copy{g}' if g else ''}.bin "
+        f"{names[u][b][g].removesuffix('.storage')}"
+        for u in range(3) for b in range(buffer_banks(2, copies)) for g in range(copies)]
 
 
 def test_hierarchical_blocks_are_refused_where_a_build_cannot_have_them(tmp_path):
@@ -110,28 +116,34 @@ def test_hierarchical_blocks_are_refused_where_a_build_cannot_have_them(tmp_path
 
 #: The builds with a backdoor: cocotb with the backdoor in tb_top (Icarus; Verilator, flat), and
 #: the C++ driver with its DPI form in the banks and the NI as a hierarchical block, as the
-#: 64-node demos build it.
+#: 64-node demos build it; one copy of the buffer banks, or two (every copy loaded).
 _BACKDOOR_BUILDS = {
-    "icarus": {"sim": "icarus"},
-    "verilator": {"sim": "verilator"},
-    "verilator-driver-hierarchical": {"sim": "verilator", "long_runs": True,
-                                      "hierarchical": True},
+    "icarus": ({"sim": "icarus"}, 1),
+    "icarus-2-copies": ({"sim": "icarus"}, 2),
+    "verilator": ({"sim": "verilator"}, 1),
+    "verilator-driver-hierarchical": ({"sim": "verilator", "long_runs": True,
+                                       "hierarchical": True}, 1),
+    "verilator-driver-hierarchical-2-copies": ({"sim": "verilator", "long_runs": True,
+                                                "hierarchical": True}, 2),
 }
 
 
 @pytest.mark.parametrize("kind", [
-    "icarus", *(pytest.param(k, marks=pytest.mark.slow) for k in list(_BACKDOOR_BUILDS)[1:])])
+    *list(_BACKDOOR_BUILDS)[:2],
+    *(pytest.param(k, marks=pytest.mark.slow) for k in list(_BACKDOOR_BUILDS)[2:])])
 def test_backdoor_runs_equal_host_port_runs(kind, tmp_path):
     """One build, two runs of each algorithm: through the host port (with random valid/ready
     gaps) and through the backdoor; same outputs (the golden model's) and same RTL cycles."""
     topo = parse_topology("torus:2x2", link_latency=3)
-    cfg = NIConfig(num_ports=2, buffer_depth=64, table_depth=8, rx_buffer_depth=64)
+    build_args, copies = _BACKDOOR_BUILDS[kind]
+    cfg = NIConfig(num_ports=2, buffer_depth=64, table_depth=8, rx_buffer_depth=64,
+                   buffer_copies=copies)
     d = 93                      # not a multiple of the flit: a partial last flit
     vec = _vectors(4, d, 5)
     build = HardwareBuild(topo, cfg, backdoor=True, valid_pct=60, ready_pct=60,
                           build_root=tmp_path, image_depth=harness.image_depth_for(cfg),
                           rsp_depth=cfg.buffer_depth,     # room for host-port runs too
-                          **_BACKDOOR_BUILDS[kind])
+                          **build_args)
     assert build.backdoor_dpi == (build.driver is not None)
     specs = []
     for alg in ("multitree", "ring"):

@@ -12,16 +12,18 @@ from hdl.config import buffer_banks
 from hdl_host import run_testbench
 
 
-@pytest.mark.parametrize("ports, write_delay", [
-    (1, 1), (2, 1), (2, 3), (4, 2),
-    pytest.param(5, 6, marks=pytest.mark.slow),     # K = 16: 30 s
+@pytest.mark.parametrize("ports, write_delay, copies", [
+    (1, 1, 1), (2, 1, 1), (2, 3, 1), (4, 2, 1), (2, 1, 2), (4, 2, 2), (3, 3, 2),
+    pytest.param(5, 6, 1, marks=pytest.mark.slow),     # K = 16: 30 s
 ])
-def test_every_client_owns_its_rotation_slot_and_reads_the_last_write(ports, write_delay):
-    k = buffer_banks(ports)
+def test_every_client_owns_its_rotation_slot_and_reads_the_last_write(ports, write_delay,
+                                                                      copies):
+    k = buffer_banks(ports, copies)
     rows = 3
     depth = k * rows
-    dut = BankedBuffer(num_ports=ports, depth=depth, flit_width=16, write_delay=write_delay)
-    rng = np.random.default_rng(ports * 10 + write_delay)
+    dut = BankedBuffer(num_ports=ports, depth=depth, flit_width=16, write_delay=write_delay,
+                       copies=copies)
+    rng = np.random.default_rng(ports * 10 + write_delay + copies)
     # Restart after every offset 0 .. K-1 from the previous one, so every phase meets every
     # client after every kind of restart.
     restarts = set()
@@ -38,11 +40,13 @@ def test_every_client_owns_its_rotation_slot_and_reads_the_last_write(ports, wri
             restart = t in restarts
             ctx.set(dut.restart, int(restart))
             if phase is not None:
-                read_slots = [ctx.get(dut.read_slot[c]) for c in range(k)]
+                read_slots = [ctx.get(dut.read_slot[c]) for c in range(copies * k)]
                 write_slots = [ctx.get(dut.write_slot[c]) for c in range(k)]
-                assert read_slots == [(c + phase) % k for c in range(k)]
+                assert read_slots == [(c + phase) % k for c in range(k)] * copies
                 assert write_slots == [(c + phase - write_delay) % k for c in range(k)]
-                assert sorted(read_slots) == sorted(write_slots) == list(range(k))
+                assert sorted(write_slots) == list(range(k))
+                for g in range(copies):     # each copy's clients cover its banks
+                    assert sorted(read_slots[g * k:(g + 1) * k]) == list(range(k))
                 writes = {}
                 for c in range(k):          # every write client writes, in its bank
                     a = write_slots[c] + k * int(rng.integers(0, rows))
@@ -52,7 +56,7 @@ def test_every_client_owns_its_rotation_slot_and_reads_the_last_write(ports, wri
                     ctx.set(dut.write[c].data, v)
                     writes[a] = v
                 reads = []
-                for c in range(k):          # every read client reads, in its bank
+                for c in range(copies * k):     # every read client reads, in its bank
                     a = read_slots[c] + k * int(rng.integers(0, rows))
                     ctx.set(dut.read[c].en, 1)
                     ctx.set(dut.read[c].addr, a)

@@ -136,6 +136,17 @@ def test_allreduce(sim, topology, flow_control, algorithm, record_property):
     _run_planned(sim, test_plan(topology, flow_control), algorithm, record_property)
 
 
+@pytest.mark.parametrize("algorithm", ["multitree", "ring2d"])
+@pytest.mark.parametrize("sim", SIMULATORS)
+def test_allreduce_with_two_buffer_copies(sim, algorithm, record_property):
+    """The buffer banks in two copies (``NIConfig.buffer_copies``: the send engines read one,
+    the lanes the other, the host writes through lane 0's client): every node bit for bit and
+    the cycles within the model's bounds, under the same tight flow control and back-pressure."""
+    plan = test_plan("mesh:2x3", "credit", buffer_copies=2)
+    assert plan.config.buffer_banks == 4     # 3 ports: 4 banks a copy instead of 8
+    _run_planned(sim, plan, algorithm, record_property)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["multitree", "multitree-opt"])
 @pytest.mark.parametrize("sim", SIMULATORS)
