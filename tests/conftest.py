@@ -22,7 +22,7 @@ def pytest_configure(config):
 
 #: Test modules with long simulator builds and runs, started first (in this order) so that the
 #: parallel workers end together instead of one waiting for the last long test.
-_FIRST = ("test_hw_routed.py", "test_router_traffic.py", "test_hw_allreduce.py",
+_FIRST = ("test_cost.py", "test_hw_routed.py", "test_router_traffic.py", "test_hw_allreduce.py",
           "test_router_lint.py", "test_cxl_controller.py", "test_hw_cli.py", "test_hdl_lint.py",
           "test_cli_fuzz.py")
 
@@ -37,6 +37,10 @@ def pytest_collection_modifyitems(session, config, items):
     rank = {name: i for i, name in enumerate(_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(_FIRST)))    # stable
     for item in items:
+        # Yosys from PyPI compiles its WebAssembly at its first call (about 90 s on a new
+        # machine): one worker does it once for every synthesis test, not each worker.
+        if item.path.name == "test_cost.py":
+            item.add_marker(pytest.mark.xdist_group("yowasp"))
         params = getattr(getattr(item, "callspec", None), "params", {})
         if item.path.name in _FIRST and "sim" in params:
             key = "-".join(str(params[p]) for p in _BUILD_PARAMS if p in params)
