@@ -361,8 +361,10 @@ class Backdoor:
       waveforms).
     * In the banks (:meth:`dpi_verilog`, for the C++ driver of long Verilator runs,
       ``tb/verilator_driver.cpp``): the buffer banks' own module (``hdl.banked_buffer.
-      BANK_MODULE``) polls the driver through DPI at every rising edge and loads or dumps its own
-      file, found by its ``%m`` in the map file (:meth:`write_map`). Nothing reaches into the NI,
+      BANK_MODULE``) polls the driver through DPI at every rising edge and has the driver load or
+      dump its word array from or to its own file (``allreduce_bd_copy``, same formats as the
+      ``tb_top`` form's ``$fread`` and ``$fwrite``, five times faster in Verilator), found by its
+      ``%m`` in the map file (:meth:`write_map`). Nothing reaches into the NI,
       so the NI can be one hierarchical block, verilated and compiled once for all nodes (the
       64-node networks: ``tb.runner.FLAT_MAX_NODES``).
     """
@@ -463,26 +465,18 @@ class Backdoor:
             '  import "DPI-C" function int allreduce_bd_serial();',
             '  import "DPI-C" function int allreduce_bd_kind();',
             '  import "DPI-C" function string allreduce_bd_file(input string scope);',
-            "  integer bd_seen = 0, bd_req, bd_fd, bd_n, bd_i;",
+            '  import "DPI-C" function void allreduce_bd_copy(input int kind, input string path,',
+            "                                                 input int width,",
+            "                                                 inout bit [WIDTH-1:0] mem []);",
+            "  integer bd_seen = 0, bd_req;",
             "  string bd_path;",
             "  always @(posedge clk) begin",
             "    bd_req = allreduce_bd_serial();",
             "    if (bd_req != bd_seen) begin",
             "      bd_seen = bd_req;",
             '      bd_path = allreduce_bd_file($sformatf("%m"));',
-            "      if (bd_path.len() != 0) begin",
-            "        if (allreduce_bd_kind() == 0) begin",
-            '          bd_fd = $fopen(bd_path, "rb");',
-            f"          if (bd_fd != 0) begin bd_n = $fread({array}, bd_fd); $fclose(bd_fd); end",
-            "        end else begin",
-            '          bd_fd = $fopen(bd_path, "wb");',
-            "          if (bd_fd != 0) begin",
-            "            for (bd_i = 0; bd_i < DEPTH; bd_i = bd_i + 1)",
-            f'              $fwrite(bd_fd, "%u", {array}[bd_i]);',
-            "            $fclose(bd_fd);",
-            "          end",
-            "        end",
-            "      end",
+            "      if (bd_path.len() != 0)",
+            f"        allreduce_bd_copy(allreduce_bd_kind(), bd_path, WIDTH, {array});",
             "    end",
             "  end",
         ]

