@@ -47,6 +47,7 @@ def _verilog(n, depth, width, sync_read):
                            emit_src=False)
 
 
+@pytest.mark.slow      # nextpnr's first call compiles its WebAssembly: 90 s in a fresh suite
 def test_generic_and_ice40_counts_of_register_and_small_memory(tmp_path):
     """13-bit register: 13 flip-flops; 8 x 5 memory: 40 memory bits; on an iCE40 the
     asynchronous-read memory is 40 more flip-flops and no block RAM; nextpnr gives an fmax."""
