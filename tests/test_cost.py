@@ -68,6 +68,7 @@ def test_generic_and_ice40_counts_of_register_and_small_memory(tmp_path):
     assert again["cached"] and again["generic"] == g and again["ice40"] == ice
 
 
+@pytest.mark.slow      # the same: 80 s for nextpnr's first call
 def test_block_ram_memory_bits(tmp_path):
     """A 256 x 16 synchronous-read memory is 4096 bits: one iCE40 SB_RAM40_4K, and its read
     register is the RAM's, so only the 3-bit register is flip-flops in the generic count."""

@@ -158,8 +158,10 @@ def test_router_soak_one_million_flits_verilator(config):
     assert sum(r["flits_delivered"] for r in run.scenarios) >= 1_000_000
 
 
-@pytest.mark.parametrize("config", ["mesh-vct", "torus-wormhole", "fattree-wormhole",
-                                    "bigraph-wormhole"])
+@pytest.mark.parametrize("config", [
+    "mesh-vct", "torus-wormhole",
+    pytest.param("fattree-wormhole", marks=pytest.mark.slow),   # 47 s: the 16-port switch build
+    "bigraph-wormhole"])
 def test_router_zero_load_latency_verilator(config):
     """At 1% load with sinks always ready, the smallest latency of every (source, destination,
     length) is the documented zero-load latency (``RouterNetwork.zero_load_latency``: head
