@@ -78,6 +78,7 @@ def test_block_ram_memory_bits(tmp_path):
     assert r["ice40"]["brams"] == 1
 
 
+@pytest.mark.slow      # Yosys's first call compiles its WebAssembly: 75 s in a fresh suite
 def test_generic_only(tmp_path):
     r = synthesise(_verilog(7, 4, 2, sync_read=False), "cost_probe", root=tmp_path, ice40=False)
     assert r["ice40"] is None

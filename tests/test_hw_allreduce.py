@@ -118,14 +118,13 @@ def _run_planned(sim, plan, algorithm, record_property, **run_kw):
 
 def _allreduce_cases():
     """Every simulator x topology x flow control x algorithm. Icarus on torus:4x4 (25 to 60 s a
-    case) runs MultiTree with message flow control in the default suite and the rest with
-    -m slow, which CI runs too."""
+    case) runs with -m slow, which CI runs too; Verilator runs every torus:4x4 case by
+    default."""
     for sim in SIMULATORS:
         for topology in TOPOLOGIES:
             for flow_control in FLOW_CONTROL:
                 for algorithm in ALGORITHMS:
-                    slow = (sim == "icarus" and topology == "torus:4x4"
-                            and (flow_control, algorithm) != ("message", "multitree"))
+                    slow = sim == "icarus" and topology == "torus:4x4"
                     yield pytest.param(sim, topology, flow_control, algorithm,
                                        marks=[pytest.mark.slow] if slow else [],
                                        id=f"{sim}-{topology}-{flow_control}-{algorithm}")
