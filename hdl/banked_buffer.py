@@ -43,7 +43,7 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from .config import buffer_banks
+from .config import BUFFER_COPIES, buffer_banks
 from .ram import RAM, verilog_module_name
 
 __all__ = ["BankedBuffer", "rotate", "bank_name", "bank_depth", "BANK_MODULE",
@@ -141,7 +141,7 @@ class BankedBuffer(wiring.Component):
                                 ("flit_width", flit_width, 1), ("write_delay", write_delay, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < lo:
                 raise ValueError(f"banked buffer {name} must be an integer >= {lo}, not {value!r}")
-        if copies not in (1, 2) or isinstance(copies, bool):
+        if copies not in BUFFER_COPIES or isinstance(copies, bool):
             raise ValueError(f"banked buffer copies must be 1 or 2, not {copies!r}")
         self.num_ports, self.depth, self.write_delay = num_ports, depth, write_delay
         self.copies = copies

@@ -209,20 +209,16 @@ class NetworkInterface(wiring.Component):
                      self.cycles.eq(cycles), self.step.eq(step)]
 
         # --- arrival counters ---------------------------------------------------------------
-        readers = [s.dep_chunk for s in senders]
+        # (chunk, where its count goes): the send engines, then (in-order NI) the ordering rule.
+        readers = [(s.dep_chunk, s.dep_count) for s in senders]
         if not cfg.routed:
-            readers += [r.count_chunk for r in receivers]
+            readers += [(r.count_chunk, order.arrivals[i]) for i, r in enumerate(receivers)]
         for i, r in enumerate(receivers):
             m.d.comb += [arr.retire[i].valid.eq(red.retire[i].valid),
                          arr.retire[i].payload.eq(red.retire[i].payload),
                          arr.lane_chunk[i].eq(r.chunk)]
-        for k, chunk in enumerate(readers):
-            m.d.comb += arr.chunk[k].eq(chunk)
-        for i, s in enumerate(senders):
-            m.d.comb += s.dep_count.eq(arr.count[i])
-        if not cfg.routed:
-            for i in range(p):
-                m.d.comb += order.arrivals[i].eq(arr.count[p + i])
+        for k, (chunk, count) in enumerate(readers):
+            m.d.comb += [arr.chunk[k].eq(chunk), count.eq(arr.count[k])]
         m.d.comb += [arr.clear.eq(running & all_done), arr.enable.eq(running)]
         m.d.comb += buf.restart.eq(self.start)
 

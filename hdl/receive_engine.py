@@ -224,7 +224,7 @@ class ReceiveEngine(wiring.Component):
             lane.tag.chunk.eq(chunk),
             self.busy.eq(in_msg | (written != addr)),
             self.chunk.eq(chunk),
-            self.count_chunk.eq(Mux(in_msg | (written != addr), chunk, row.chunk)),
+            self.count_chunk.eq(Mux(self.busy, chunk, row.chunk)),
             self.order.eq(order),
             self.addr.eq(addr),
             self.written.eq(written),
