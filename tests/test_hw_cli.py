@@ -13,6 +13,8 @@ from golden_model.topology import parse_topology
 from hdl.config import network_config_for
 from hdl.schedule_table import pack_row
 from allreduce_rtl.plan import model_cycles
+from tb.runner import HardwareBuild, RunSpec
+from tb.scoreboard import check_run
 from tb.toolchain import lint_verilog
 
 
@@ -164,6 +166,31 @@ def test_demo_small_in_icarus_with_waves(tmp_path, capsys):
         by["ring"]["rtl_cycles"] / by["multitree"]["rtl_cycles"])
     assert (out / "network.v").is_file() and (out / "tb_top.fst").stat().st_size > 1000
     assert report["files"]["waves"] == str(out / "tb_top.fst")
+
+
+def test_demo_runs_each_algorithm_alone_with_the_cycles_of_one_simulation(tmp_path, capsys):
+    """In Verilator the demo runs MultiTree and ring in two simulations at once (the C++
+    driver): each has the cycles and the outputs it has when one simulation runs both, one
+    after the other, on the same build."""
+    from allreduce_rtl.demo import demo_vectors, gradients, plan_demo
+    topo = parse_topology("ring:4", link_latency=4)
+    cache = tmp_path / "cache"
+    assert main(["demo", "-t", "ring:4", "--elements", "200", "--link-latency", "4", "--json",
+                 "--build-dir", str(cache), "--out", str(tmp_path / "demo")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verified"]
+    plan = plan_demo(topo, 200, "verilator", False,
+                     {"dtype": "int32", "link_latency": 4, "flow_control": "message",
+                      "buffer_copies": 1}).hardware
+    vectors, _ = demo_vectors(gradients(4, 200, 0), plan.element_type, 4)
+    build = HardwareBuild(topo, plan.config, "verilator", valid_pct=100, ready_pct=100,
+                          long_runs=True, backdoor=True, build_root=cache)
+    together = build.run([RunSpec(r.algorithm, r.lowered, vectors, r.expected_cycles)
+                          for r in plan.runs], seed=1)
+    assert [r.cycles for r in together] == [r["rtl_cycles"] for r in report["results"]]
+    for run, res in zip(plan.runs, together):
+        assert check_run(res, run.schedule, vectors, plan.element_type,
+                         expected_cycles=run.expected_cycles).passed
 
 
 def test_demo_on_a_fat_tree_puts_the_nis_on_routers(tmp_path, capsys):
