@@ -222,10 +222,17 @@ class NIConfig:
         return buffer_banks(self.num_ports, self.buffer_copies)
 
     @property
+    def ordering_reads_arrivals(self):
+        """The lanes' ordering rule (``hdl.ordering``) reads the arrival counters: on a
+        point-to-point NI, whose receive rows come in schedule order; a routed NI takes messages
+        in any order and orders them otherwise."""
+        return not self.routed
+
+    @property
     def arrival_readers(self):
-        """Readers of the arrival counters (``hdl.arrivals``): the P send engines, and on a
-        point-to-point NI also the P lanes' ordering rule (a routed NI's does not count)."""
-        return self.num_ports if self.routed else 2 * self.num_ports
+        """Readers of the arrival counters (``hdl.arrivals``): the P send engines, and the P
+        lanes when :attr:`ordering_reads_arrivals`."""
+        return self.num_ports * (2 if self.ordering_reads_arrivals else 1)
 
     @property
     def full_rate_rx_depth(self):

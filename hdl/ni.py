@@ -211,7 +211,7 @@ class NetworkInterface(wiring.Component):
         # --- arrival counters ---------------------------------------------------------------
         # (chunk, where its count goes): the send engines, then (in-order NI) the ordering rule.
         readers = [(s.dep_chunk, s.dep_count) for s in senders]
-        if not cfg.routed:
+        if cfg.ordering_reads_arrivals:
             readers += [(r.count_chunk, order.arrivals[i]) for i, r in enumerate(receivers)]
         for i, r in enumerate(receivers):
             m.d.comb += [arr.retire[i].valid.eq(red.retire[i].valid),

@@ -78,8 +78,8 @@ class OrderingRule(wiring.Component):
                                        & (self.written[j] > a))
                 terms.append(hit)
             any_hit = Cat(*terms).any() if terms else 0
-            if self._config.routed:
-                m.d.comb += self.ok[i].eq(~any_hit)
-            else:
+            if self._config.ordering_reads_arrivals:
                 m.d.comb += self.ok[i].eq((self.arrivals[i] >= self.order[i]) | any_hit)
+            else:
+                m.d.comb += self.ok[i].eq(~any_hit)
         return m
