@@ -124,6 +124,9 @@ def test_vc_allocator_grants_are_legal_and_fair(p, v):
                     assert req[i] and masks[i] >> w & 1, (cycle, i)
                     assert (ports[i], w) not in taken, "two input VCs got one output VC"
                     taken.add((ports[i], w))
+            # the output VCs the router marks busy: exactly those granted
+            assert bits(ctx.get(dut.taken), p * v) == [
+                (o, w) in taken for o in range(p) for w in range(v)]
             if any(req):
                 assert any(grant)
             waiting[0] = 0 if grant[0] else waiting.get(0, 0) + 1

@@ -383,6 +383,8 @@ class VCAllocator(wiring.Component):
         room for the packet).
     grant : ``Out(num_ports * num_vcs)``
     grant_vc : ``Out(range(num_vcs))`` per input VC
+    taken : ``Out(num_ports * num_vcs)``
+        Output VC ``port * num_vcs + vc`` is granted to some input VC this cycle.
     """
 
     def __init__(self, num_ports, num_vcs):
@@ -393,7 +395,7 @@ class VCAllocator(wiring.Component):
         vcw = max(1, vc_bits(num_vcs))
         super().__init__({"req": In(n), "req_port": In(range(num_ports)).array(n),
                           "req_mask": In(num_vcs).array(n), "grant": Out(n),
-                          "grant_vc": Out(vcw).array(n)})
+                          "grant_vc": Out(vcw).array(n), "taken": Out(n)})
 
     def elaborate(self, platform):
         m = Module()
@@ -406,15 +408,21 @@ class VCAllocator(wiring.Component):
                          arb.advance.eq(self.grant[i])]
             choice.append(arb.grant)
             m.d.comb += self.grant_vc[i].eq(onehot_encode(arb.grant, len(self.grant_vc[i])))
+        # to_port[i][o]: input VC i asks for output port o (one comparison, shared by the VCs)
+        to_port = []
+        for i in range(n):
+            row = Signal(p, name=f"to_port{i}")
+            m.d.comb += row.eq(Cat(*(eq_const(self.req_port[i], o) if p > 1 else 1
+                                     for o in range(p))))
+            to_port.append(row)
         grants = []
         for o in range(p):
             for w in range(v):
                 arb = m.submodules[f"out{o}_{w}"] = RoundRobinArbiter(n)
                 m.d.comb += [
-                    arb.requests.eq(Cat(*(choice[i][w] & (eq_const(self.req_port[i], o)
-                                                          if p > 1 else 1)
-                                          for i in range(n)))),
+                    arb.requests.eq(Cat(*(choice[i][w] & to_port[i][o] for i in range(n)))),
                     arb.advance.eq(1),
+                    self.taken[o * v + w].eq(arb.valid),
                 ]
                 grants.append(arb.grant)
         m.d.comb += self.grant.eq(Cat(*(Cat(*(g[i] for g in grants)).any() for i in range(n))))
@@ -629,10 +637,7 @@ class Router(wiring.Component):
                 ]
         for o in range(p):
             for w in range(v):
-                taken = Cat(*(va.grant[i] & eq_const(va.req_port[i], o) & eq_const(va.grant_vc[i], w)
-                              if v > 1 else va.grant[i] & eq_const(va.req_port[i], o)
-                              for i in range(n))).any()
-                with m.If(taken):
+                with m.If(va.taken[o * v + w]):
                     m.d.sync += busy[o][w].eq(1)
 
         # Switch allocation and traversal.
