@@ -1,17 +1,17 @@
 """The hardware demo behind ``allreduce-rtl demo``: real gradients through the simulated network.
 
-One hardware plan (``allreduce_rtl.plan``: the network for the topology, sized for the vector,
-the paper's link latency of 150 cycles, receive FIFOs deep enough for full rate, NIs on routers
-where links are not enough) and one build of it run MultiTree and ring all-reduce (Verilator by
-default: a flat ``-O2`` build driven by ``tb/verilator_driver.cpp``, one simulation per
-algorithm, both at once on two cores; the vectors loaded and read back through the buffer
-backdoor ``tb.harness.Backdoor``: these are long runs). Each node holds one gradient vector the size of a ResNet-50 layer (by default the
-largest 3x3 one, conv5_x): float32 gradients (normal, seeded, of the magnitude of real convolution
-gradients) converted to int32 fixed point with the scale :data:`FIXED_POINT_SCALE` (2^16), as
-in-network aggregation systems do (SwitchML, NSDI 2021, quantises float gradients to 32-bit
-integers with a scaling factor because switches add integers). Every node's result is checked
-against the golden model bit for bit; the RTL cycle counts are compared with the timing model,
-with each other (speed-up over ring) and with the lower bound.
+One hardware plan (``allreduce_rtl.plan``: the network for the topology, sized for the vector, the
+paper's link latency of 150 cycles, receive FIFOs deep enough for full rate, NIs on routers where
+links are not enough) and one build of it run MultiTree and ring all-reduce (Verilator by default:
+a flat ``-O2`` build driven by ``tb/verilator_driver.cpp``, one simulation per algorithm, both at
+once on two cores; the vectors loaded and read back through the buffer backdoor
+``tb.harness.Backdoor``: these are long runs). Each node holds one gradient vector the size of a
+ResNet-50 layer (by default the largest 3x3 one, conv5_x): float32 gradients (normal, seeded, of
+the magnitude of real convolution gradients) converted to int32 fixed point with the scale
+:data:`FIXED_POINT_SCALE` (2^16), as in-network aggregation systems do (SwitchML, NSDI 2021,
+quantises float gradients to 32-bit integers with a scaling factor because switches add integers).
+Every node's result is checked against the golden model bit for bit; the RTL cycle counts are
+compared with the timing model, with each other (speed-up over ring) and with the lower bound.
 """
 
 from __future__ import annotations
