@@ -272,18 +272,19 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_la
                    file=sys.stderr, dynamic_ncols=True,
                    mininterval=0.5 if sys.stderr.isatty() else 30)
 
+    # Cycles so far of each simulation (its progress reports count from its own start).
     cycles_seen = {}
     lock = threading.Lock()
 
-    def on_progress(p):
-        with lock:
-            cycles_seen[p.get("run", "")] = int(p.get("cycle", 0))
-            if bar is not None:
-                cyc = min(sum(cycles_seen.values()), est_total)
-                bar.update(max(0, cyc - bar.n))
-                bar.set_postfix_str(f"{p.get('run', '')} {p.get('phase', '')}")
+    def simulate(k, group):
+        def on_progress(p):
+            with lock:
+                cycles_seen[k] = int(p.get("cycle", 0))
+                if bar is not None:
+                    cyc = min(sum(cycles_seen.values()), est_total)
+                    bar.update(max(0, cyc - bar.n))
+                    bar.set_postfix_str(f"{p.get('run', '')} {p.get('phase', '')}")
 
-    def simulate(group):
         return build.run(group, name="demo-" + "-".join(s.name for s in group), seed=seed + 1,
                          keep=waves, progress=on_progress, progress_slice=50_000,
                          timeout_factor=3.0)
@@ -296,7 +297,7 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_la
     t_sim = time.perf_counter()
     try:
         with concurrent.futures.ThreadPoolExecutor(min(len(groups), os.cpu_count() or 1)) as pool:
-            results = [r for rs in pool.map(simulate, groups) for r in rs]
+            results = [r for rs in pool.map(simulate, range(len(groups)), groups) for r in rs]
     finally:
         if bar is not None:
             bar.update(max(0, est_total - bar.n))

@@ -142,7 +142,8 @@ class BankedBuffer(wiring.Component):
             if isinstance(value, bool) or not isinstance(value, int) or value < lo:
                 raise ValueError(f"banked buffer {name} must be an integer >= {lo}, not {value!r}")
         if copies not in BUFFER_COPIES or isinstance(copies, bool):
-            raise ValueError(f"banked buffer copies must be 1 or 2, not {copies!r}")
+            raise ValueError(f"banked buffer copies must be one of {BUFFER_COPIES}, not "
+                             f"{copies!r}")
         self.num_ports, self.depth, self.write_delay = num_ports, depth, write_delay
         self.copies = copies
         self.num_banks = k = buffer_banks(num_ports, copies)
