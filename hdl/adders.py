@@ -8,13 +8,19 @@ scoreboard checks bit for bit. ``NIConfig`` refuses an element type without an a
 reduction unit (``hdl.reduction``) is built for any latency.
 
 * ``int32``: two's-complement addition modulo 2^32, combinational (latency 0).
+* ``float32``, ``bfloat16``: :class:`FloatAdder`, IEEE 754 addition with round to nearest even,
+  subnormals kept and the canonical quiet NaN (exactly ``golden_model.elements``' arithmetic),
+  pipelined in 2 stages (latency 2).
 
-Adding a type's adder: a class with ``latency`` and ``add``, and its entry in :data:`ADDERS`.
+Adding a type's adder: a class with ``latency`` and ``add``, and its entry in :data:`ADDERS`
+(a function of the ``ElementType``).
 """
 
-from amaranth.hdl import Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
-__all__ = ["IntAdder", "ADDERS", "hardware_adder"]
+__all__ = ["IntAdder", "FloatAdder", "AdderUnit", "ADDERS", "hardware_adder"]
 
 
 class IntAdder:
@@ -42,8 +48,107 @@ class IntAdder:
         return value
 
 
-#: Element type name -> adder class (constructed with the type's width).
-ADDERS = {"int32": IntAdder}
+class FloatAdder:
+    """IEEE 754 adder of one binary format, two pipeline stages (``latency`` = 2).
+
+    The arithmetic is ``golden_model.elements``' (round to nearest even, subnormals kept, +0 for
+    an exact zero sum unless both operands are -0, overflow to infinity, the canonical quiet NaN
+    for inf + -inf and NaN operands). The textbook algorithm (Muller et al., *Handbook of
+    Floating-Point Arithmetic*, 2nd ed., section 7.3) with guard, round and sticky bits, which
+    suffice for a correctly rounded add or subtract:
+
+    * stage 1 (registered): unpack (a subnormal's exponent counts as 1, its hidden bit 0), order
+      the operands by magnitude, shift the smaller significand right by the exponent difference
+      into guard, round and sticky, add or subtract;
+    * stage 2 (registered): normalise (one right shift on a carry; a left shift by the leading
+      zeros, at most down to exponent 1, so a result below the normal range stays subnormal),
+      round to nearest even on guard, round and sticky, pack, and substitute the special results.
+
+    Parameters
+    ----------
+    exponent_bits, fraction_bits : int
+        The format (8 and 23 for binary32, 8 and 7 for bfloat16).
+    """
+
+    latency = 2
+
+    def __init__(self, exponent_bits, fraction_bits):
+        if exponent_bits < 2 or fraction_bits < 2:
+            raise ValueError(f"a float format needs at least 2 exponent and 2 fraction bits, not "
+                             f"{exponent_bits} and {fraction_bits}")
+        self.exponent_bits, self.fraction_bits = exponent_bits, fraction_bits
+        self.bits = 1 + exponent_bits + fraction_bits
+
+    def add(self, m, a, b):
+        """The rounded sum of the bit patterns ``a`` and ``b``, 2 cycles later."""
+        ew, fw = self.exponent_bits, self.fraction_bits
+        top = (1 << ew) - 1
+        a, b = Value.cast(a)[:self.bits], Value.cast(b)[:self.bits]
+        x = fw + 4                   # significand with its hidden bit, guard, round and sticky
+
+        def fields(v):
+            exp, frac = v[fw:fw + ew], v[:fw]
+            return v[-1], exp, frac, exp == top
+
+        sa, ea, fa, a_top = fields(a)
+        sb, eb, fb, b_top = fields(b)
+        nan_in = (a_top & fa.any()) | (b_top & fb.any()) | (a_top & b_top & (sa != sb))
+        inf_in = a_top | b_top
+        swap = b[:-1] > a[:-1]       # magnitudes compare as unsigned integers
+        big, small = Mux(swap, b, a), Mux(swap, a, b)
+        s_big, e_big, f_big, _ = fields(big)
+        s_small, e_small, f_small, _ = fields(small)
+        eff_big = Mux(e_big == 0, 1, e_big)
+        eff_small = Mux(e_small == 0, 1, e_small)
+        sig_big = Cat(Const(0, 3), f_big, e_big != 0)            # x bits
+        sig_small = Cat(Const(0, 3), f_small, e_small != 0)
+        diff = (eff_big - eff_small)[:ew]
+        dist = Mux(diff > x, x, diff)
+        wide = Cat(Const(0, x), sig_small) >> dist              # 2x bits: kept, then shifted out
+        aligned = wide[x:] | Cat(wide[:x].any(), Const(0, x - 1))
+        subtract = s_big ^ s_small
+        total = Mux(subtract, sig_big - aligned, sig_big + aligned)[:x + 1]
+
+        r_sign, r_exp, r_total = Signal(), Signal(ew), Signal(x + 1)
+        r_nan, r_inf, r_inf_sign, r_zero_sign = Signal(), Signal(), Signal(), Signal()
+        m.d.sync += [r_sign.eq(s_big), r_exp.eq(eff_big), r_total.eq(total),
+                     r_nan.eq(nan_in), r_inf.eq(inf_in), r_inf_sign.eq(s_big),
+                     r_zero_sign.eq(sa & sb)]
+
+        # Stage 2: normalise, round, pack.
+        carry = r_total[x]
+        lead = Signal(range(x + 1))     # leading zeros of r_total[:x]
+        m.d.comb += lead.eq(x)
+        for i in range(x):             # the highest set bit wins (last assignment)
+            with m.If(r_total[i]):
+                m.d.comb += lead.eq(x - 1 - i)
+        room = (r_exp - 1)[:ew]        # left shift that keeps the exponent >= 1
+        shift = Mux(lead > room, room, lead)
+        left = (r_total[:x] << shift)[:x]
+        right = Cat(r_total[1] | r_total[0], r_total[2:x + 1])
+        norm = Mux(carry, right, left)
+        exp = Mux(carry, r_exp + 1, (r_exp - shift)[:ew])            # >= 1; the field if normal
+        guard, rest, lsb = norm[2], norm[0] | norm[1], norm[3]
+        mant = norm[3:] + (guard & (rest | lsb))                # fw + 2 bits
+        field = Mux(mant[fw + 1], exp + 1, Mux(mant[fw], exp, 0))
+        frac = Mux(mant[fw + 1], mant[1:fw + 1], mant[:fw])
+        finite = Signal(self.bits)
+        m.d.comb += finite.eq(Mux(field >= top, Cat(Const(0, fw), Const(top, ew), r_sign),
+                                  Cat(frac, field[:ew], r_sign)))
+        result = Signal(self.bits)
+        m.d.sync += result.eq(
+            Mux(r_nan, Const(top << fw | 1 << (fw - 1), self.bits),
+                Mux(r_inf, Cat(Const(0, fw), Const(top, ew), r_inf_sign),
+                    Mux(r_total == 0, Cat(Const(0, self.bits - 1), r_zero_sign), finite))))
+        return result
+
+
+def _float_adder(element_type):
+    return FloatAdder(element_type.exponent_bits, element_type.fraction_bits)
+
+
+#: Element type name -> function of the ``ElementType`` that builds its adder.
+ADDERS = {"int32": lambda t: IntAdder(t.bits), "float32": _float_adder, "bfloat16": _float_adder}
 
 
 def hardware_adder(element_type):
@@ -54,8 +159,39 @@ def hardware_adder(element_type):
     ValueError
         If the hardware has no adder for it (the message names the types it has).
     """
-    cls = ADDERS.get(element_type.name)
-    if cls is None:
+    build = ADDERS.get(element_type.name)
+    if build is None:
         raise ValueError(f"the NI has no adder for {element_type.name}: its reduction unit adds "
                          f"{', '.join(ADDERS)}")
-    return cls(element_type.bits)
+    return build(element_type)
+
+
+class AdderUnit(wiring.Component):
+    """One element's adder as a module (for the adder's own tests and its cost).
+
+    Parameters
+    ----------
+    element_type : golden_model.elements.ElementType
+
+    Members
+    -------
+    a, b : ``In(bits)``
+        Bit patterns of the operands.
+    sum : ``Out(bits)``
+        The sum of the operands of cycle t, in cycle t + ``adder.latency``.
+
+    Raises
+    ------
+    ValueError
+        If the hardware has no adder for the type.
+    """
+
+    def __init__(self, element_type):
+        self.adder = hardware_adder(element_type)
+        bits = element_type.bits
+        super().__init__({"a": In(bits), "b": In(bits), "sum": Out(bits)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.sum.eq(self.adder.add(m, self.a, self.b))
+        return m
