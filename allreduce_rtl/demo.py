@@ -7,10 +7,14 @@ a flat ``-O2`` build driven by ``tb/verilator_driver.cpp``, one simulation per a
 once on two cores; the vectors loaded and read back through the buffer backdoor
 ``tb.harness.Backdoor``: these are long runs). Each node holds one gradient vector the size of a
 ResNet-50 layer (by default the largest 3x3 one, conv5_x): float32 gradients (normal, seeded, of
-the magnitude of real convolution gradients) converted to int32 fixed point with the scale
+the magnitude of real convolution gradients), all-reduced in float32 by default (the NIs' IEEE 754
+adders, in the schedule's summation order, ``hdl.adders``), in bfloat16 (the gradients rounded to
+it) or, with ``--dtype int32``, converted to int32 fixed point with the scale
 :data:`FIXED_POINT_SCALE` (2^16), as in-network aggregation systems do (SwitchML, NSDI 2021,
 quantises float gradients to 32-bit integers with a scaling factor because switches add integers).
-Every node's result is checked against the golden model bit for bit; the RTL cycle counts are
+For floats the report gives each algorithm's error against the exactly rounded sum
+(``golden_model.accuracy``). NIs on routers add int32 unless told otherwise (they take messages in
+any order, ``hdl.ordering``). Every node's result is checked against the golden model bit for bit; the RTL cycle counts are
 compared with the timing model, with each other (speed-up over ring) and with the lower bound.
 """
 
@@ -27,6 +31,7 @@ import time
 
 import numpy as np
 
+from golden_model.accuracy import accuracy
 from golden_model.errors import ConfigError
 from tb.runner import BuildError, HardwareBuild, RunSpec, long_runs_hierarchical
 from tb.scoreboard import check_run
@@ -201,7 +206,8 @@ def demo_vectors(grads, element_type, num_nodes):
         scale = fixed_point_scale(element_type)
         return (to_fixed_point(grads, num_nodes, element_type.dtype, scale),
                 f"{element_type.name} = round(gradient * 2^{scale.bit_length() - 1})")
-    return grads.astype(element_type.dtype), f"{element_type.name}, no quantisation"
+    how = "no quantisation" if element_type.bits >= 32 else "the gradients rounded to it"
+    return grads.astype(element_type.dtype), f"{element_type.name}, {how}"
 
 
 #: The files the demo writes into its output folder, by their key in the report's ``files``.
@@ -209,7 +215,7 @@ _OUTPUT_FILES = {"verilog": "network.v", "report": "report.json", "tb_top": "tb_
                  "host_player": "host_player.v"}
 
 
-def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_latency=150,
+def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_latency=150,
              flow_control="message", buffer_copies=1, seed=0, waves=False, out=None,
              build_root=None, progress=True):
     """Plan, build, simulate, verify; returns ``(report dict, exit code)`` (0: every node of
@@ -221,8 +227,9 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_la
     elements : int, optional
         Elements per node (default: ``plan_demo``'s layer).
     sim : {"verilator", "icarus"}
-    dtype : str
-        Element type the NIs add.
+    dtype : str, optional
+        Element type the NIs add (default ``allreduce_rtl.plan.plan_hardware``'s: float32, or
+        int32 on routers).
     buffer_copies : {1, 2}
         ``NIConfig.buffer_copies``.
     build_root : path, optional
@@ -329,14 +336,20 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_la
             "message": v.message,
             "sim_wall_s": res.sim_wall_s,
         })
-    # Accuracy of the all-reduced gradient against a float64 sum.
+    # Accuracy of the all-reduced gradient: fixed point against a float64 sum, floats against
+    # the exactly rounded sum, per algorithm.
     quant = {}
     mt = results[0]
-    if mt.outputs is not None:
+    if etype.is_float:
+        for row, res in zip(rows, results):
+            if res.outputs is not None:
+                out = res.outputs.astype(etype.dtype)
+                row["accuracy"] = accuracy(out[0], vectors, etype)
+                row["nodes_bit_identical"] = bool(
+                    (etype.to_bits(out) == etype.to_bits(out[:1])).all())
+    elif mt.outputs is not None:
         exact = grads.astype(np.float64).sum(axis=0)
-        got = mt.outputs[0].astype(np.float64)
-        if etype.dtype.kind == "i":
-            got = got / fixed_point_scale(etype)
+        got = mt.outputs[0].astype(np.float64) / fixed_point_scale(etype)
         err = np.abs(got - exact)
         quant = {"max_abs_error": float(err.max()),
                  "rms_error": float(np.sqrt(np.mean(err**2))),
@@ -366,7 +379,7 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype="int32", link_la
         "note": plan.note,
         "data": {"gradients": f"float32, normal, std {GRADIENT_STD:g} (shared + per-node), "
                               f"seed {seed}",
-                 "fixed_point": data_note,
+                 "encoding": data_note,
                  "fixed_point_scale": (fixed_point_scale(etype) if etype.dtype.kind == "i"
                                        else None),
                  **quant},
@@ -409,7 +422,7 @@ def format_report(report) -> str:
         f"{r['config']['link_latency']}-cycle links, {r['config']['flow_control']} flow control"
         + (", NIs on routers" if r["config"].get("routed") else ""),
         f"data: {r['layer']}: {r['elements']:,} gradients per node ({r['bytes_per_node']:,} "
-        f"bytes), {q['gradients']}, as {q['fixed_point']}",
+        f"bytes), {q['gradients']}, as {q['encoding']}",
     ]
     if r["note"]:
         lines.append(f"note: {r['note']}")
@@ -432,6 +445,15 @@ def format_report(report) -> str:
                      f"{met[t['multitree_speedup_at_least_2.3x']]}); RTL within "
                      f"{100 * (t['worst_rtl_over_model'] - 1):.1f}% of the model (target 10%: "
                      f"{met[t['rtl_within_10pct_of_model']]})")
+    for row in r["results"]:
+        a = row.get("accuracy")
+        if a is not None:
+            same = "the same bits on every node" if row["nodes_bit_identical"] else \
+                "NODES DIFFER"
+            lines.append(f"{row['algorithm']}: {r['dtype']} result vs the exactly rounded sum: "
+                         f"max relative error {a['max_relative_error']:.2e}, max "
+                         f"{a['max_ulp_error']:g} ulp, {100 * a['exactly_rounded']:.1f}% exactly "
+                         f"rounded; {same}")
     if "max_abs_error" in q:
         lines.append(f"fixed point: max |error| of the all-reduced gradient vs a float64 sum "
                      f"{q['max_abs_error']:.2e} (rms gradient sum {q['rms_gradient_sum']:.2e})")

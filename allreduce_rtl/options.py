@@ -21,8 +21,6 @@ __all__ = ["number_in", "positive_float", "nonnegative_int", "positive_int", "si
            "network_options", "hardware_options", "topology", "TOPOLOGY_HELP"]
 
 TOPOLOGY_HELP = spec_forms()
-#: The element type of the hardware commands unless ``--dtype`` says otherwise.
-DEFAULT_DTYPE = "int32"
 
 
 def number_in(kind, low, high, low_open=False):
@@ -112,8 +110,11 @@ def hardware_options(p, topology_default="torus:4x4", dtype=True):
                    "multiplexers and shorter bank waits (default %(default)s)")
     if dtype:
         hw = [name for name in ELEMENT_TYPES if name in ADDERS]
-        g.add_argument("--dtype", choices=hw, default=DEFAULT_DTYPE,
-                       help="element type the NIs add (default %(default)s)")
+        g.add_argument("--dtype", choices=hw, default=None,
+                       help="element type the NIs add: IEEE 754 float32 or bfloat16 (round to "
+                       "nearest even, subnormals kept, canonical NaN, summed in the schedule's "
+                       "order), or int32 (wraps around) (default float32; int32 where the NIs "
+                       "sit on routers, which add floats in schedule order only on links so far)")
 
 
 def build_dir_option(p):

@@ -11,7 +11,8 @@ model like the hardware and computes each run's expected cycles and lower bound.
 The timing model like the hardware (``hardware_timing``; docs/hardware.md, "Pipeline timing"):
 link latency = ``config.link_latency`` cycles, one flit per cycle per link (bandwidth
 = flit bytes per cycle at 1 GHz), flits of ``config.flit_width`` bits, one head flit per
-message, the NI's send and retire delays, links serving their transfers in schedule order (the
+message, the NI's send and retire delays (the retire delay plus the element type's adder
+latency, ``hdl.adders``: a received tail is written that many cycles later), links serving their transfers in schedule order (the
 send engines walk their tables in order). On the routed network links are first come, first
 served, a head spends the router's pipeline in every transit router, and the send delay adds
 the router ports and end routers (``routed_timing``). With these the model equals the RTL
@@ -32,8 +33,12 @@ from golden_model.topology import parse_topology
 
 __all__ = ["FLIT_BITS", "PlannedRun", "HardwarePlan", "plan_hardware", "hardware_topology",
            "hardware_timing", "routed_timing", "model_cycles", "NI_SEND_DELAY",
-           "NI_RETIRE_DELAY", "ROUTED_PORT_DELAY"]
+           "NI_RETIRE_DELAY", "ROUTED_PORT_DELAY", "DEFAULT_DTYPE", "ROUTED_DEFAULT_DTYPE"]
 
+#: The element type the hardware adds unless told otherwise, and on routers (whose NIs take
+#: messages in any order, so they add only associative types: ``hdl.ordering``).
+DEFAULT_DTYPE = "float32"
+ROUTED_DEFAULT_DTYPE = "int32"
 #: Flit width of the hardware (bits): the MultiTree paper's 128-bit flits.
 FLIT_BITS = 128
 #: The NI's pipeline (docs/hardware.md, "Pipeline timing"): a send's head reaches the link 2
@@ -74,9 +79,11 @@ def hardware_timing(config, topology=None, **overrides) -> TimingParams:
     ValueError
         If ``config.routed`` and no ``topology`` is given.
     """
+    from hdl.adders import hardware_adder  # noqa: PLC0415
     want = {"frequency_ghz": 1.0, "flit_bytes": config.flit_width // 8,
             "element_bytes": config.element_type.bytes, "header_flits": 1,
-            "send_delay": NI_SEND_DELAY, "retire_delay": NI_RETIRE_DELAY,
+            "send_delay": NI_SEND_DELAY,
+            "retire_delay": NI_RETIRE_DELAY + hardware_adder(config.element_type).latency,
             "in_order_links": True}
     if config.routed:
         if topology is None:
@@ -211,7 +218,7 @@ def _plan_run(topology, algorithm, elements, config, hw_topology, timing, schedu
 
 
 def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[int] | int, *,
-                  dtype="int32", flow_control="message", link_latency=None, router=False,
+                  dtype=None, flow_control="message", link_latency=None, router=False,
                   **config_overrides) -> HardwarePlan:
     """Plan the hardware that runs every algorithm of ``algorithms`` with every size of
     ``elements`` on ``topology``.
@@ -222,8 +229,10 @@ def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[
     algorithms : str or sequence of str
     elements : int or sequence of int
         Elements per node.
-    dtype : str
+    dtype : str, optional
         Element type (``golden_model.elements``; the NI must have its adder, ``hdl.adders``).
+        Default :data:`DEFAULT_DTYPE` (float32), or :data:`ROUTED_DEFAULT_DTYPE` (int32) on
+        routers, whose NIs add only associative types (``hdl.ordering``).
     flow_control : {"message", "credit"}
     link_latency : int, optional
         Register stages per link direction (default: the topology's link latency).
@@ -251,7 +260,8 @@ def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[
     sizes = [elements] if isinstance(elements, int) else list(elements)
     if not algorithms or not sizes:
         raise ConfigError("a hardware plan needs at least one algorithm and one element count")
-    etype = element_type(dtype)
+    if dtype is not None:
+        etype = element_type(dtype)
     if link_latency is None:
         link_latency = max((topology.link_latency(link) for link in topology.links), default=0)
     pairs = [(a, d) for a in algorithms for d in sizes]
@@ -266,6 +276,8 @@ def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[
                       f"needs routers, but")
     if reason is not None:
         check_routable(topology, reason)
+    if dtype is None:
+        etype = element_type(DEFAULT_DTYPE if reason is None else ROUTED_DEFAULT_DTYPE)
     try:
         # The lowering depends on the network only through these NIConfig fields, so they are
         # settled first with a minimal config of the same kind.

@@ -9,7 +9,7 @@ otherwise cost 64 conversions and a 64 times larger file. The wiring is the same
 import contextlib
 import contextvars
 
-from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Signal, Value
+from amaranth.hdl import Cat, ClockSignal, Instance, Module, ResetSignal, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -89,12 +89,16 @@ class Network(wiring.Component):
     -------
     start : ``In(1)``
         Pulse: start every NI.
+    node_start : ``In(1).array(N)``
+        Pulse: start NI u alone (test benches stagger the nodes' starts with it to vary the
+        timing; tie to 0 otherwise).
     done : ``Out(1)``
         Every NI is done.
     error : ``Out(1)``
         Some NI has an error.
     cycles : ``Out(32)``
-        Cycles from the start pulse to the first cycle ``done`` reads 1 (counts while running).
+        Cycles from the start pulse (or the first ``node_start``) to the first cycle ``done``
+        reads 1 (counts while running).
     host_cmd : ``In(stream.Signature(HostCmd)).array(N)``
     host_rsp : ``Out(stream.Signature(HostRsp)).array(N)``
     node_done, node_error : ``Out(1).array(N)``
@@ -128,6 +132,7 @@ class Network(wiring.Component):
         self.nodes = [NetworkInterface(config) for _ in topology.nodes]
         super().__init__({
             "start": In(1),
+            "node_start": In(1).array(n),
             "done": Out(1),
             "error": Out(1),
             "cycles": Out(32),
@@ -188,7 +193,7 @@ class Network(wiring.Component):
             wiring.connect(m, wiring.flipped(self.host_cmd[u]), ni.host_cmd)
             wiring.connect(m, wiring.flipped(self.host_rsp[u]), ni.host_rsp)
             m.d.comb += [
-                ni.start.eq(self.start),
+                ni.start.eq(self.start | self.node_start[u]),
                 self.node_done[u].eq(ni.done),
                 self.node_error[u].eq(ni.error),
                 self.node_step[u].eq(ni.step),
@@ -203,7 +208,7 @@ class Network(wiring.Component):
         for e in fabric_errors:
             error = error | e
         running = Signal()
-        with m.If(self.start):
+        with m.If(self.start | (Cat(*self.node_start).any() & ~running)):
             m.d.sync += [running.eq(1), self.cycles.eq(1)]
         with m.Elif(running):
             with m.If(done):

@@ -25,7 +25,8 @@ Latency: a flit on ``flit_in`` in cycle t is popped in t+1 (if the engine is not
 slot has come and nothing orders it to wait) and written by the reduction unit in t+2 (with the
 int32 adder); the arrival of a message is counted at the end of the tail's
 write cycle, so a dependent send can issue its head in t+3 after the tail reached ``flit_in``
-(on its link in t+4). After the last message, ``done`` is 1 in t+2.
+(on its link in t+4). After the last message, ``done`` is 1 in the cycle of its last write,
+t+2 with the int32 adder (t+2+L with an adder of L cycles).
 """
 
 from amaranth.hdl import Module, Mux, Signal
@@ -162,7 +163,9 @@ class ReceiveEngine(wiring.Component):
         m.d.comb += [
             take_head.eq(have & ~in_msg & row_valid & drained),
             take_body.eq(have & in_msg & slot_ok & self.order_ok),
-            drop.eq(have & ~in_msg & ~row_valid),
+            # a flit after the table's end is an error; before start it waits (a neighbour
+            # may start earlier), its room held by the sender's credits
+            drop.eq(have & ~in_msg & active & ~row_valid),
             rx.r_stream.ready.eq(take_head | take_body | drop),
             ret.pop.eq(rx.r_stream.valid & rx.r_stream.ready),
             ret.kind.eq(flit.kind),
@@ -235,8 +238,11 @@ class ReceiveEngine(wiring.Component):
         with m.Elif(active & ~in_msg & ~row_valid):
             m.d.sync += active.eq(0)
 
+        # done once the last write is in its write stage (its retirement), whatever the
+        # adder's latency: a backdoor read in the next cycle sees every flit written
+        last_write = (written == addr) | (self.retire.valid & ((written + 1)[:len(addr)] == addr))
         m.d.comb += [
-            self.done.eq(~in_msg & ~row_valid),
+            self.done.eq(~in_msg & ~row_valid & last_write),
             self.step.eq(Mux(in_msg, cur_step, row.step)),
         ]
         return m

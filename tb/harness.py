@@ -171,6 +171,7 @@ class NetworkPorts:
             for member, direction in (("valid", "output"), ("ready", "input"),
                                       ("payload", "output")):
                 self._need(f"host_rsp__{v}__{member}", direction)
+            self._need(f"node_start__{v}", "input")
             for base in ("node_done", "node_error", "node_step"):
                 self.per_node(base, v)
 
@@ -239,7 +240,6 @@ def generate_tb_top(network_verilog: str, num_nodes: int, *, image_depth: int, r
         "    reg net_rst = 1'b1, net_start = 1'b0;",
         "    always @(posedge clk) begin",
         "        net_rst <= rst;",
-        "        net_start <= start;",
         "    end",
         "    assign tb_loaded = &loaded_v;",
         "    assign tb_read_done = &read_done_v;",
@@ -251,6 +251,37 @@ def generate_tb_top(network_verilog: str, num_nodes: int, *, image_depth: int, r
             f"    wire [{cmd_w - 1}:0] cmd_payload_{v};",
             f"    wire [{rsp_w - 1}:0] rsp_payload_{v};",
         ]
+    # +tb_start_skew=S (S > 0): instead of one start, NI v starts d_v cycles after it, d_v in
+    # 0..S drawn from +tb_seed (the same xorshift as the players), to vary the timing.
+    lines += [
+        "    integer start_skew = 0, skew_seed = 1;",
+        "    initial begin",
+        '        if ($value$plusargs("tb_start_skew=%d", start_skew)) ;',
+        '        if ($value$plusargs("tb_seed=%d", skew_seed)) ;',
+        "    end",
+        "    function [31:0] skew_hash(input [31:0] x);",
+        "        reg [31:0] y;",
+        "        begin",
+        "            y = x ^ (x << 13); y = y ^ (y >> 17); y = y ^ (y << 5);",
+        "            y = y ^ (y << 13); y = y ^ (y >> 17); skew_hash = y ^ (y << 5);",
+        "        end",
+        "    endfunction",
+        f"    reg [{n - 1}:0] node_start = {n}'d0;",
+        f"    reg [31:0] skew_left [0:{n - 1}];",
+        "    integer sv;",
+        f"    initial for (sv = 0; sv < {n}; sv = sv + 1) skew_left[sv] = 32'd0;",
+        "    always @(posedge clk) begin",
+        "        net_start <= start && start_skew <= 0;",
+        f"        for (sv = 0; sv < {n}; sv = sv + 1) begin",
+        "            node_start[sv] <= skew_left[sv] == 32'd1;",
+        "            if (start && start_skew > 0)",
+        "                skew_left[sv] <= 32'd1 + skew_hash(skew_seed ^ (32'h9E3779B9 * (sv + 1)))",
+        "                                 % (start_skew + 1);",
+        "            else if (skew_left[sv] != 32'd0)",
+        "                skew_left[sv] <= skew_left[sv] - 32'd1;",
+        "        end",
+        "    end",
+    ]
     conns = ["        .clk(clk),", "        .rst(net_rst),", "        .start(net_start),",
              "        .done(done),", "        .error(error),", "        .cycles(cycles),"]
     vector_status = {}
@@ -263,6 +294,7 @@ def generate_tb_top(network_verilog: str, num_nodes: int, *, image_depth: int, r
             f"        .{ports.stream('host_rsp', v, 'ready')}(rsp_ready_{v}),",
             f"        .{ports.stream('host_rsp', v, 'payload')}(rsp_payload_{v}),",
         ]
+        conns.append(f"        .node_start__{v}(node_start[{v}]),")
         for base, out in (("node_done", "node_done"), ("node_error", "node_error"),
                           ("node_step", "node_step")):
             name = f"{base}__{v}"

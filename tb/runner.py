@@ -304,7 +304,7 @@ class HardwareBuild(SimBuild):
             timeout_factor: float = 8.0, keep: bool = False,
             progress: Callable[[dict], None] | None = None,
             progress_slice: int = 200_000,
-            backdoor: bool | None = None) -> list[RunResult]:
+            backdoor: bool | None = None, start_skew: int = 0) -> list[RunResult]:
         """Run ``specs`` (one simulation; each run after a reset) and read the results back.
 
         Parameters
@@ -326,6 +326,10 @@ class HardwareBuild(SimBuild):
         backdoor : bool, optional
             Load and read back the vectors through the buffer backdoor (default: whether the
             build has one).
+        start_skew : int
+            0: every NI starts at once. S > 0: NI v starts 0..S cycles late, drawn from
+            ``seed`` (``+tb_start_skew``; the network's ``node_start``), which varies the order
+            in which messages meet; ``cycles`` then counts from the first NI's start.
 
         Raises
         ------
@@ -373,6 +377,7 @@ class HardwareBuild(SimBuild):
                   "progress_slice": progress_slice}
         plusargs = [f"+tb_seed={seed}", f"+tb_valid_pct={valid_pct}",
                     f"+tb_ready_pct={ready_pct}", f"+tb_dir={run_dir}",
+                    f"+tb_start_skew={int(start_skew)}",
                     *(["+tb_backdoor"] if backdoor else [])]
         if backdoor and self.backdoor_dpi:
             self.backdoor.write_map(run_dir / "backdoor_map.txt")

@@ -1,7 +1,10 @@
 """All-reduce on the generated network in Icarus and Verilator, checked against the golden model.
 
 Matrix: simulator (icarus, verilator) x topology (ring:4, mesh:2x3, torus:4x4) x algorithm
-(ring, ring2d, multitree, multitree-opt) x flow control (message, credit). Each test runs two
+(ring, ring2d, multitree, multitree-opt) x flow control (message, credit) x element type
+(float32, the default; bfloat16 and int32, a part of the matrix by default and all of it with
+``-m slow``), with vectors whose float sums depend on the summation order
+(``tb.vectors``). Each test runs two
 all-reduces in one simulation (a small vector of 3N+1 elements, one flit per chunk, and one of
 24N+5 elements, several flits and sub-messages per message) with random back-pressure on the
 host ports, and compares every node's buffer with ``golden_model.executor`` bit for bit and the
@@ -33,11 +36,13 @@ from tb import harness
 from tb.runner import HardwareBuild, RunSpec
 from tb.scoreboard import check_run
 from tb.toolchain import lint_verilog
+from tb.vectors import random_vectors
 
 SIMULATORS = ["icarus", "verilator"]
 TOPOLOGIES = ["ring:4", "mesh:2x3", "torus:4x4"]
 ALGORITHMS = ["ring", "ring2d", "multitree", "multitree-opt"]
 FLOW_CONTROL = ["message", "credit"]
+DTYPES = ["float32", "bfloat16", "int32"]
 LINK_LATENCY = 4
 VALID_PCT, READY_PCT = 70, 60
 #: The NI configuration of these tests is deliberately tight, so flow control throttles links.
@@ -50,10 +55,10 @@ def sizes(n, large=24):
 
 
 @functools.cache
-def test_plan(spec, flow_control, large=24, **overrides):
+def test_plan(spec, flow_control, large=24, dtype="float32", **overrides):
     """The hardware plan of these tests on ``spec``: every algorithm, both sizes, one build."""
     topo = parse_topology(spec, link_latency=LINK_LATENCY)
-    return plan_hardware(topo, ALGORITHMS, sizes(topo.num_nodes, large),
+    return plan_hardware(topo, ALGORITHMS, sizes(topo.num_nodes, large), dtype=dtype,
                          flow_control=flow_control, link_latency=LINK_LATENCY,
                          **{**TIGHT, **overrides})
 
@@ -71,19 +76,19 @@ def _build(sim, plan, **kwargs):
     return _builds[key][0]
 
 
-def _vectors(n, d, seed):
-    rng = np.random.default_rng(seed)
-    return rng.integers(-2**31, 2**31, size=(n, d), dtype=np.int64).astype(np.int32)
+def _vectors(n, d, seed, dtype="float32"):
+    return random_vectors(n, d, dtype, seed)
 
 
 def _seed(*parts):
     return zlib.crc32("/".join(map(str, parts)).encode())
 
 
-def _specs(runs, seed):
-    """RunSpecs of planned runs, with random vectors."""
+def _specs(runs, seed, dtype):
+    """RunSpecs of planned runs, with random vectors of ``dtype``."""
     return [RunSpec(run.name, run.lowered,
-                    _vectors(run.schedule.num_nodes, run.elements, seed + k), run.expected_cycles)
+                    _vectors(run.schedule.num_nodes, run.elements, seed + k, dtype),
+                    run.expected_cycles)
             for k, run in enumerate(runs)]
 
 
@@ -111,69 +116,39 @@ def _run_planned(sim, plan, algorithm, record_property, **run_kw):
     build = _build(sim, plan)
     runs = [r for r in plan.runs if r.algorithm == algorithm]
     seed = _seed(sim, plan.topology.spec, plan.config.flow_control, algorithm)
-    specs = _specs(runs, seed)
+    specs = _specs(runs, seed, plan.element_type)
     _check(plan, build, runs, specs, build.run(specs, seed=seed & 0x7FFFFFFF, **run_kw),
            record_property)
 
 
 def _allreduce_cases():
-    """Every simulator x topology x flow control x algorithm. With -m slow, which CI runs too:
-    Icarus on torus:4x4 (25 to 60 s a case), and in Verilator ring2d with credit flow control
-    (15 to 25 s a case; credits run with ring and ring2d with message flow control by default),
-    which keeps the default suite within its 10 minutes."""
-    for sim in SIMULATORS:
-        for topology in TOPOLOGIES:
-            for flow_control in FLOW_CONTROL:
-                for algorithm in ALGORITHMS:
-                    slow = ((sim == "icarus" and topology == "torus:4x4")
-                            or (sim == "verilator" and flow_control == "credit"
-                                and algorithm == "ring2d"))
-                    yield pytest.param(sim, topology, flow_control, algorithm,
-                                       marks=[pytest.mark.slow] if slow else [],
-                                       id=f"{sim}-{topology}-{flow_control}-{algorithm}")
+    """Every simulator x topology x flow control x algorithm x element type. With -m slow, which
+    CI runs too: Icarus on torus:4x4 (25 to 60 s a case), in Verilator ring2d with credit flow
+    control (15 to 25 s a case; credits run with ring and ring2d with message flow control by
+    default), and bfloat16 and int32 but for Verilator's MultiTree and ring with message flow
+    control, which keeps the default suite within its 10 minutes."""
+    for dtype in DTYPES:
+        for sim in SIMULATORS:
+            for topology in TOPOLOGIES:
+                for flow_control in FLOW_CONTROL:
+                    for algorithm in ALGORITHMS:
+                        slow = ((sim == "icarus" and topology == "torus:4x4")
+                                or (sim == "verilator" and flow_control == "credit"
+                                    and algorithm == "ring2d"))
+                        if dtype != "float32":
+                            slow = not (sim == "verilator" and flow_control == "message"
+                                        and algorithm in ("multitree", "ring"))
+                        yield pytest.param(
+                            sim, topology, flow_control, algorithm, dtype,
+                            marks=[pytest.mark.slow] if slow else [],
+                            id=f"{sim}-{topology}-{flow_control}-{algorithm}-{dtype}")
 
 
-@pytest.mark.parametrize("sim, topology, flow_control, algorithm", list(_allreduce_cases()))
-def test_allreduce(sim, topology, flow_control, algorithm, record_property):
-    _run_planned(sim, test_plan(topology, flow_control), algorithm, record_property)
-
-
-@pytest.mark.parametrize("algorithm", ["multitree", "ring2d"])
-@pytest.mark.parametrize("sim", SIMULATORS)
-def test_allreduce_with_two_buffer_copies(sim, algorithm, record_property):
-    """The buffer banks in two copies (``NIConfig.buffer_copies``: the send engines read one,
-    the lanes the other, the host writes through lane 0's client): every node bit for bit and
-    the cycles within the model's bounds, under the same tight flow control and back-pressure."""
-    plan = test_plan("mesh:2x3", "credit", buffer_copies=2)
-    assert plan.config.buffer_banks == 4     # 3 ports: 4 banks a copy instead of 8
-    _run_planned(sim, plan, algorithm, record_property)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("algorithm", ["multitree", "multitree-opt"])
-@pytest.mark.parametrize("sim", SIMULATORS)
-def test_allreduce_torus_8x8(sim, algorithm, record_property):
-    _run_planned(sim, test_plan("torus:8x8", "message", large=16), algorithm, record_property)
-
-
-@pytest.mark.parametrize("sim", SIMULATORS)
-def test_full_rate_matches_the_model_within_the_rotation_slack(sim, record_property):
-    """With receive FIFOs deep enough for full rate (``network_config_for``) and credit flow
-    control, no send waits for a credit: the RTL takes the cycles of the timing model configured
-    like the NI (docs/hardware.md, "Pipeline timing") plus at most the bank rotation's slack,
-    ``2 (K - 1)`` cycles per message on the longest chain (``hdl.config.rotation_slack``)."""
-    topo = parse_topology("mesh:2x3", link_latency=LINK_LATENCY)
-    plan = plan_hardware(topo, ALGORITHMS, 6 * 40 + 3, flow_control="credit",
-                         link_latency=LINK_LATENCY, submessage_flits=TIGHT["submessage_flits"])
-    assert plan.config.rx_buffer_depth == plan.config.full_rate_rx_depth
-    build = _build(sim, plan)
-    specs = _specs(plan.runs, _seed(sim, "full"))
-    results = build.run(specs)
-    _check(plan, build, plan.runs, specs, results, record_property)
-    for run, spec, res in zip(plan.runs, specs, results):
-        slack = rotation_slack(plan.config, run.lowered)
-        assert spec.expected_cycles <= res.cycles <= spec.expected_cycles + slack, (
-            spec.name, res.cycles, spec.expected_cycles, slack)
+@pytest.mark.parametrize("sim, topology, flow_control, algorithm, dtype",
+                         list(_allreduce_cases()))
+def test_allreduce(sim, topology, flow_control, algorithm, dtype, record_property):
+    _run_planned(sim, test_plan(topology, flow_control, dtype=dtype), algorithm,
+                 record_property)
 
 
 # --------------------------------------------------------------------------------------------
@@ -256,9 +231,57 @@ def test_waves(sim):
     plan = test_plan("ring:4", "credit")
     build = _build(sim, plan, waves=True)
     runs = [plan.plan_run("multitree", 13)]
-    specs = _specs(runs, 3)
+    specs = _specs(runs, 3, plan.element_type)
     results = build.run(specs)
     _check(plan, build, runs, specs, results)
     wave = results[0].waves_file
     assert wave.is_file() and wave.stat().st_size > 1000
     assert wave.suffix == (".fst" if sim == "icarus" else ".vcd")
+
+
+# --------------------------------------------------------------------------------------------
+# Floats: the schedule's summation order, whatever the timing
+# --------------------------------------------------------------------------------------------
+
+def _determinism_cases():
+    """mesh:2x3's MultiTree (several children reduce into one chunk) in float32 and bfloat16:
+    the matrix's own build by default, the other link latency and flow control with -m slow."""
+    for dtype in ("float32", "bfloat16"):
+        for latency in (LINK_LATENCY, 1):
+            for flow_control in FLOW_CONTROL:
+                slow = latency != LINK_LATENCY or flow_control != "message"
+                yield pytest.param("verilator", dtype, latency, flow_control,
+                                   marks=[pytest.mark.slow] if slow else [],
+                                   id=f"{dtype}-latency{latency}-{flow_control}")
+
+
+@pytest.mark.parametrize("sim, dtype, latency, flow_control", list(_determinism_cases()))
+def test_float_results_do_not_depend_on_the_timing(sim, dtype, latency, flow_control):
+    """The same order-sensitive float vectors, all-reduced under five seeds of random start skew
+    (each NI starts 0..40 cycles late, so messages meet in other orders: the cycle counts
+    differ) and host back-pressure, with tight receive FIFOs: every run gives the golden
+    model's bits on every node, so the same bits each time; and the vectors do depend on the
+    order (summing the nodes in reverse order changes some bits)."""
+    topo = parse_topology("mesh:2x3", link_latency=latency)
+    plan = (test_plan("mesh:2x3", flow_control, dtype=dtype) if latency == LINK_LATENCY else
+            plan_hardware(topo, ALGORITHMS, sizes(6), dtype=dtype, flow_control=flow_control,
+                          link_latency=latency, **TIGHT))
+    build = _build(sim, plan)
+    t = plan.element_type
+    run = plan.run("multitree", sizes(6)[1])
+    vec = _vectors(6, run.elements, _seed("determinism", dtype), dtype)
+    outputs, cycles = [], set()
+    for seed in range(5):
+        res, = build.run([RunSpec(f"seed{seed}", run.lowered, vec, run.expected_cycles)],
+                         seed=seed + 1, start_skew=40)
+        cycles.add(res.cycles)
+        verdict = check_run(res, run.schedule, vec, t, expected_cycles=run.expected_cycles)
+        assert verdict.passed, verdict.message
+        outputs.append(t.to_bits(res.outputs.astype(t.dtype)))
+    assert all(np.array_equal(o, outputs[0]) for o in outputs)
+    assert len(cycles) > 1, cycles
+    forward, backward = vec[0].copy(), vec[-1].copy()
+    for k in range(1, 6):
+        t.add(forward, vec[k])
+        t.add(backward, vec[5 - k])
+    assert not np.array_equal(t.to_bits(forward), t.to_bits(backward))

@@ -3,7 +3,9 @@ no traceback)."""
 
 import json
 import sys
+from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from allreduce_rtl.cli import main
@@ -180,7 +182,7 @@ def test_demo_runs_each_algorithm_alone_with_the_cycles_of_one_simulation(tmp_pa
     report = json.loads(capsys.readouterr().out)
     assert report["verified"]
     plan = plan_demo(topo, 200, "verilator", False,
-                     {"dtype": "int32", "link_latency": 4, "flow_control": "message",
+                     {"dtype": None, "link_latency": 4, "flow_control": "message",
                       "buffer_copies": 1}).hardware
     vectors, _ = demo_vectors(gradients(4, 200, 0), plan.element_type, 4)
     build = HardwareBuild(topo, plan.config, "verilator", valid_pct=100, ready_pct=100,
@@ -191,6 +193,17 @@ def test_demo_runs_each_algorithm_alone_with_the_cycles_of_one_simulation(tmp_pa
     for run, res in zip(plan.runs, together):
         assert check_run(res, run.schedule, vectors, plan.element_type,
                          expected_cycles=run.expected_cycles).passed
+    # float32 by default: each algorithm's error against the exact sum, recomputed here with
+    # Python fractions (exact), rounded by numpy from the correctly rounded float64
+    assert report["dtype"] == "float32" and plan.element_type.name == "float32"
+    for row, res in zip(report["results"], together):
+        got = res.outputs[0].astype(np.float32)
+        rel = []
+        for j in range(vectors.shape[1]):
+            exact = sum((Fraction(float(v)) for v in vectors[:, j]), Fraction(0))
+            rel.append(abs(Fraction(float(got[j])) - exact) / abs(exact))
+        assert row["accuracy"]["max_relative_error"] == pytest.approx(float(max(rel)), rel=1e-9)
+        assert row["nodes_bit_identical"]
 
 
 def test_demo_on_a_fat_tree_puts_the_nis_on_routers(tmp_path, capsys):
