@@ -30,7 +30,7 @@ from .errors import EnvironmentFailure
 from .output import atomic_write, check_writable_file, format_table
 from .synth import ICE40_DEVICES, SynthesisError, synthesise, tool_versions
 
-COLUMNS = [("name", "design", "{}"), ("summary", "configuration", "{}"),
+COLUMNS = [("name", "design", "{}"), ("summary", "configuration", "{}"), ("dtype", "adds", "{}"),
            ("cells", "cells", "{:,}"), ("flip_flops", "FFs", "{:,}"),
            ("memory_bits", "memory bits", "{:,}"), ("luts", "iCE40 LUTs", "{:,}"),
            ("ice40_ffs", "iCE40 FFs", "{:,}"), ("brams", "BRAMs", "{}"),
@@ -69,12 +69,20 @@ def _ni(**fields):
     return to_verilog(NetworkInterface(NIConfig(**fields))), TOP_MODULE
 
 
+def _adder(dtype):
+    from amaranth.back import verilog
+
+    from golden_model.elements import element_type
+    from hdl.adders import AdderUnit
+    return verilog.convert(AdderUnit(element_type(dtype)), name="adder_unit"), "adder_unit"
+
+
 def _cxl(**fields):
     from hdl.cxl import TOP_MODULE, CXLMemConfig, CXLMemController, to_verilog
     return to_verilog(CXLMemController(CXLMemConfig(**fields))), TOP_MODULE
 
 
-_BUILDERS = {"router": _router, "ni": _ni, "cxl": _cxl}
+_BUILDERS = {"router": _router, "ni": _ni, "cxl": _cxl, "adder": _adder}
 
 _ROUTER = dict(num_vcs=2, vc_buf_depth=8, flit_width=128, credit_delay=1)
 _NI_SMALL = dict(num_ports=2, elems_per_flit=4, buffer_depth=16, table_depth=8, max_chunks=8,
@@ -105,6 +113,14 @@ DESIGNS = [
            dict(flow_control="credit"), True),
     Design("ni-copies", "ni", "NI 4 ports, 1024-flit buffer x 2 copies, 128 b, message FC",
            dict(flow_control="message", buffer_copies=2), True),
+    Design("ni-float32", "ni", "NI 4 ports, 1024-flit buffer, 128 b, message FC, 16 adders",
+           dict(flow_control="message", dtype="float32"), True),
+    Design("ni-bfloat16", "ni", "NI 4 ports, 1024-flit buffer, 128 b, message FC, 32 adders",
+           dict(flow_control="message", dtype="bfloat16", elems_per_flit=8), True),
+    Design("adder-float32", "adder", "one element's adder, 2 pipeline stages",
+           dict(dtype="float32"), True),
+    Design("adder-bfloat16", "adder", "one element's adder, 2 pipeline stages",
+           dict(dtype="bfloat16"), True),
     Design("ni-small-message", "ni", "NI 2 ports, 16-flit buffer, 128 b, rx 16, message FC",
            dict(flow_control="message", **_NI_SMALL), True),
     Design("ni-small-credit", "ni", "NI 2 ports, 16-flit buffer, 128 b, rx 16, credit FC",
@@ -139,6 +155,24 @@ def select_designs(text):
     return [d for d in DESIGNS if d.name in names]
 
 
+def with_dtype(designs, dtype):
+    """``designs`` with every NI built to add ``dtype`` (128-bit flits: 128 / bits elements)
+    instead of its listed type; other designs unchanged. None: as listed."""
+    if dtype is None:
+        return list(designs)
+    from golden_model.elements import element_type
+    bits = element_type(dtype).bits
+    out = []
+    for d in designs:
+        if d.kind == "ni":
+            width = d.params.get("elems_per_flit", 4) * element_type(
+                d.params.get("dtype", "int32")).bits
+            params = {**d.params, "dtype": dtype, "elems_per_flit": width // bits}
+            d = Design(d.name, d.kind, d.summary, params, d.ice40)
+        out.append(d)
+    return out
+
+
 def register(sub):
     """Add ``cost`` to the subcommand set ``sub`` of ``cli.build_parser``."""
     p = sub.add_parser("cost", help="hardware cost: synthesise the router, the NI and the CXL "
@@ -156,6 +190,10 @@ def register(sub):
                    "Yosys run compiles its WebAssembly with about 1.7 GB of memory)")
     p.add_argument("--out", "-o", type=options.text, default=None, metavar="FILE.json",
                    help="also write the JSON report to this file")
+    from hdl.adders import ADDERS
+    p.add_argument("--dtype", choices=tuple(ADDERS), default=None,
+                   help="build every NI design to add this element type (default: each "
+                   "design's own: int32, and float32 / bfloat16 for ni-float32, ni-bfloat16)")
     options.build_dir_option(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_cost)
@@ -184,7 +222,9 @@ def _rows(results):
     rows = []
     for r in results:
         g, ice = r["generic"], r["ice40"] or {}
-        rows.append({"name": r["name"], "summary": r["summary"], "cells": g["cells"],
+        dtype = r["config"].get("dtype", "int32") if r["kind"] in ("ni", "adder") else "-"
+        rows.append({"name": r["name"], "summary": r["summary"], "dtype": dtype,
+                     "cells": g["cells"],
                      "flip_flops": g["flip_flops"], "memory_bits": g["memory_bits"],
                      "luts": ice.get("luts"), "ice40_ffs": ice.get("flip_flops"),
                      "brams": ice.get("brams"), "fmax": _fmax_cell(r["ice40"])})
@@ -215,7 +255,7 @@ def flow_control_comparison(results):
 def cmd_cost(args):
     """``allreduce-rtl cost``: synthesise the standard configurations and report their cost."""
     from .cli import print_json
-    designs = select_designs(args.design)
+    designs = with_dtype(select_designs(args.design), args.dtype)
     if args.out is not None:
         check_writable_file(args.out)
     try:

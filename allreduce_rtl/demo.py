@@ -343,10 +343,10 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_laten
     if etype.is_float:
         for row, res in zip(rows, results):
             if res.outputs is not None:
-                out = res.outputs.astype(etype.dtype)
-                row["accuracy"] = accuracy(out[0], vectors, etype)
+                got = res.outputs.astype(etype.dtype)
+                row["accuracy"] = accuracy(got[0], vectors, etype)
                 row["nodes_bit_identical"] = bool(
-                    (etype.to_bits(out) == etype.to_bits(out[:1])).all())
+                    (etype.to_bits(got) == etype.to_bits(got[:1])).all())
     elif mt.outputs is not None:
         exact = grads.astype(np.float64).sum(axis=0)
         got = mt.outputs[0].astype(np.float64) / fixed_point_scale(etype)

@@ -15,7 +15,8 @@ def execute(schedule, data, dtype=None):
     schedule : AllReduceSchedule
     data : numpy.ndarray, shape (N, D)
         Row ``v`` is node ``v``'s input, of a type of ``golden_model.elements`` (int32:
-        wrap-around addition; float32, float64: IEEE 754, round to nearest even).
+        wrap-around addition; float32, bfloat16, float64: IEEE 754, round to nearest even,
+        ``golden_model.elements``).
     dtype : str or ElementType, optional
         The element type (default: the one of ``data``'s dtype); ``data`` is converted to it.
 

@@ -20,6 +20,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .ops import ge_const, is_zero, shift_left
+
 __all__ = ["IntAdder", "FloatAdder", "AdderUnit", "ADDERS", "hardware_adder"]
 
 
@@ -98,12 +100,12 @@ class FloatAdder:
         big, small = Mux(swap, b, a), Mux(swap, a, b)
         s_big, e_big, f_big, _ = fields(big)
         s_small, e_small, f_small, _ = fields(small)
-        eff_big = Mux(e_big == 0, 1, e_big)
-        eff_small = Mux(e_small == 0, 1, e_small)
-        sig_big = Cat(Const(0, 3), f_big, e_big != 0)            # x bits
-        sig_small = Cat(Const(0, 3), f_small, e_small != 0)
+        eff_big = Mux(is_zero(e_big), 1, e_big)
+        eff_small = Mux(is_zero(e_small), 1, e_small)
+        sig_big = Cat(Const(0, 3), f_big, e_big.any())          # x bits
+        sig_small = Cat(Const(0, 3), f_small, e_small.any())
         diff = (eff_big - eff_small)[:ew]
-        dist = Mux(diff > x, x, diff)
+        dist = Mux(ge_const(diff, x + 1), x, diff)
         wide = Cat(Const(0, x), sig_small) >> dist              # 2x bits: kept, then shifted out
         aligned = wide[x:] | Cat(wide[:x].any(), Const(0, x - 1))
         subtract = s_big ^ s_small
@@ -117,14 +119,17 @@ class FloatAdder:
 
         # Stage 2: normalise, round, pack.
         carry = r_total[x]
-        lead = Signal(range(x + 1))     # leading zeros of r_total[:x]
+        cw = max(ew, x.bit_length())   # width of the shift counts
+        lead = Signal(cw)               # leading zeros of r_total[:x]
         m.d.comb += lead.eq(x)
         for i in range(x):             # the highest set bit wins (last assignment)
             with m.If(r_total[i]):
                 m.d.comb += lead.eq(x - 1 - i)
-        room = (r_exp - 1)[:ew]        # left shift that keeps the exponent >= 1
-        shift = Mux(lead > room, room, lead)
-        left = (r_total[:x] << shift)[:x]
+        room = Signal(cw)              # left shift that keeps the exponent >= 1
+        m.d.comb += room.eq((r_exp - 1)[:ew])
+        shift = Signal(cw)
+        m.d.comb += shift.eq(Mux(lead > room, room, lead))
+        left = shift_left(r_total[:x], shift)
         right = Cat(r_total[1] | r_total[0], r_total[2:x + 1])
         norm = Mux(carry, right, left)
         exp = Mux(carry, r_exp + 1, (r_exp - shift)[:ew])            # >= 1; the field if normal
@@ -133,13 +138,13 @@ class FloatAdder:
         field = Mux(mant[fw + 1], exp + 1, Mux(mant[fw], exp, 0))
         frac = Mux(mant[fw + 1], mant[1:fw + 1], mant[:fw])
         finite = Signal(self.bits)
-        m.d.comb += finite.eq(Mux(field >= top, Cat(Const(0, fw), Const(top, ew), r_sign),
+        m.d.comb += finite.eq(Mux(ge_const(field, top), Cat(Const(0, fw), Const(top, ew), r_sign),
                                   Cat(frac, field[:ew], r_sign)))
         result = Signal(self.bits)
         m.d.sync += result.eq(
             Mux(r_nan, Const(top << fw | 1 << (fw - 1), self.bits),
                 Mux(r_inf, Cat(Const(0, fw), Const(top, ew), r_inf_sign),
-                    Mux(r_total == 0, Cat(Const(0, self.bits - 1), r_zero_sign), finite))))
+                    Mux(is_zero(r_total), Cat(Const(0, self.bits - 1), r_zero_sign), finite))))
         return result
 
 

@@ -175,7 +175,8 @@ class NIConfig:
             raise ValueError(f"buffer_copies must be 1 or 2, not {self.buffer_copies!r}")
         if self.routed and not self.element_type.associative:
             raise ValueError(f"a routed NI receives messages in any order, so it adds exactly only "
-                             f"an associative type, not {self.dtype} (hdl.ordering)")
+                             f"an associative type, not {self.dtype} (hdl.ordering): use int32 "
+                             f"on routers")
         if self.routed and self.flit_width < ROUTER_HEAD_BITS + HEAD_INFO_BITS:
             raise ValueError(
                 f"flit width {self.flit_width} bits is too narrow for a routed head: the router "

@@ -9,7 +9,7 @@ multiplexer trees, which print width-exact. Use them instead of ``==``/``<`` wit
 
 from amaranth.hdl import Cat, Const, Mux, Value
 
-__all__ = ["eq_const", "lt_const", "ge_const", "is_zero", "select_word"]
+__all__ = ["eq_const", "lt_const", "ge_const", "is_zero", "select_word", "shift_left"]
 
 
 def eq_const(value, k):
@@ -61,3 +61,16 @@ def select_word(vector, index, width, count):
     if level < len(index):
         return Mux(index[level:].any(), Const(0, width), words[0])
     return words[0]
+
+
+def shift_left(value, amount):
+    """``(value << amount)`` truncated to ``len(value)`` bits, for a variable ``amount``: one
+    multiplexer stage per bit of ``amount`` (a variable ``<<`` prints as a shift wider than its
+    operand)."""
+    value, amount = Value.cast(value), Value.cast(amount)
+    width = len(value)
+    for i in range(len(amount)):
+        k = 1 << i
+        shifted = Cat(Const(0, min(k, width)), value[:width - k]) if k < width else Const(0, width)
+        value = Mux(amount[i], shifted, value)
+    return value

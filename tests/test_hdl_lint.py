@@ -64,7 +64,8 @@ def test_top_level_ports_follow_the_contract():
         want |= {f"host_cmd__{u}__valid": 1, f"host_cmd__{u}__ready": 1,
                  f"host_cmd__{u}__payload": fw + 26, f"host_rsp__{u}__valid": 1,
                  f"host_rsp__{u}__ready": 1, f"host_rsp__{u}__payload": fw,
-                 f"node_done__{u}": 1, f"node_error__{u}": 1, f"node_step__{u}": 16}
+                 f"node_start__{u}": 1, f"node_done__{u}": 1, f"node_error__{u}": 1,
+                 f"node_step__{u}": 16}
     assert ports == set(want)
     assert widths == want
 

@@ -34,7 +34,8 @@ def test_generate_writes_verilog_and_manifest(tmp_path, capsys):
     topo = parse_topology("mesh:2x3", link_latency=3)
     sched = build_schedule("multitree-opt", topo, 100)
     lw = lower(sched)
-    cfg = network_config_for(lw, flow_control="credit", link_latency=3)
+    cfg = network_config_for(lw, dtype="float32", flow_control="credit", link_latency=3)
+    assert manifest["dtype"] == "float32" == manifest["config"]["dtype"]    # the default
     assert manifest["config"]["flow_control"] == "credit"
     assert manifest["config"]["link_latency"] == 3
     assert manifest["config"]["num_ports"] == 3 == cfg.num_ports
@@ -140,6 +141,8 @@ def test_generate_needs_an_output_folder(capsys, tmp_path):
     (["demo", "--flow-control", "none"], "none"),
     (["demo", "-t", "fattree:4x2", "--link-latency", "5000"], "1,024"),
     (["demo", "-t", "fattree:4x2", "--elements", "300000"], "262,080 elements"),
+    (["demo", "-t", "fattree:2x2", "--dtype", "bfloat16"], "not bfloat16"),
+    (["demo", "--dtype", "float16"], "float16"),
 ])
 def test_demo_bad_input(argv, needle, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:

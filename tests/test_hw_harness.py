@@ -98,13 +98,14 @@ def test_ports_follow_amaranth_flattening():
                               "cycles": Out(32),
                               "host_cmd": In(stream.Signature(cmd)).array(2),
                               "host_rsp": Out(stream.Signature(128)).array(2),
-                              "node_done": Out(1).array(2), "node_error": Out(1).array(2),
+                              "node_start": In(1).array(2), "node_done": Out(1).array(2), "node_error": Out(1).array(2),
                               "node_step": Out(16).array(2)})
 
         def elaborate(self, platform):
             m = Module()
             for i in range(2):
-                m.d.sync += self.node_step[i].eq(self.host_cmd[i].payload.addr)
+                m.d.sync += self.node_step[i].eq(self.host_cmd[i].payload.addr
+                                                 + self.node_start[i])
                 m.d.comb += self.host_rsp[i].payload.eq(self.host_cmd[i].payload.data)
             return m
 
