@@ -97,7 +97,9 @@ class FloatAdder:
         nan_in = (a_top & fa.any()) | (b_top & fb.any()) | (a_top & b_top & (sa != sb))
         inf_in = a_top | b_top
         swap = b[:-1] > a[:-1]       # magnitudes compare as unsigned integers
-        big, small = Mux(swap, b, a), Mux(swap, a, b)
+        # named signals: Amaranth's Verilog repeats an unnamed expression in each of its slices
+        big, small = Signal(self.bits), Signal(self.bits)
+        m.d.comb += [big.eq(Mux(swap, b, a)), small.eq(Mux(swap, a, b))]
         s_big, e_big, f_big, _ = fields(big)
         s_small, e_small, f_small, _ = fields(small)
         eff_big = Mux(is_zero(e_big), 1, e_big)
@@ -106,7 +108,8 @@ class FloatAdder:
         sig_small = Cat(Const(0, 3), f_small, e_small.any())
         diff = (eff_big - eff_small)[:ew]
         dist = Mux(ge_const(diff, x + 1), x, diff)
-        wide = Cat(Const(0, x), sig_small) >> dist              # 2x bits: kept, then shifted out
+        wide = Signal(2 * x)           # kept, then shifted out
+        m.d.comb += wide.eq(Cat(Const(0, x), sig_small) >> dist)
         aligned = wide[x:] | Cat(wide[:x].any(), Const(0, x - 1))
         subtract = s_big ^ s_small
         total = Mux(subtract, sig_big - aligned, sig_big + aligned)[:x + 1]
@@ -129,13 +132,15 @@ class FloatAdder:
         m.d.comb += room.eq((r_exp - 1)[:ew])
         shift = Signal(cw)
         m.d.comb += shift.eq(Mux(lead > room, room, lead))
-        left = shift_left(r_total[:x], shift)
+        left = shift_left(m, r_total[:x], shift)
         right = Cat(r_total[1] | r_total[0], r_total[2:x + 1])
-        norm = Mux(carry, right, left)
-        exp = Mux(carry, r_exp + 1, (r_exp - shift)[:ew])            # >= 1; the field if normal
+        norm, exp = Signal(x), Signal(ew + 1)
+        m.d.comb += [norm.eq(Mux(carry, right, left)),
+                     exp.eq(Mux(carry, r_exp + 1, (r_exp - shift)[:ew]))]   # >= 1
         guard, rest, lsb = norm[2], norm[0] | norm[1], norm[3]
-        mant = norm[3:] + (guard & (rest | lsb))                # fw + 2 bits
-        field = Mux(mant[fw + 1], exp + 1, Mux(mant[fw], exp, 0))
+        mant, field = Signal(fw + 2), Signal(ew + 2)
+        m.d.comb += [mant.eq(norm[3:] + (guard & (rest | lsb))),
+                     field.eq(Mux(mant[fw + 1], exp + 1, Mux(mant[fw], exp, 0)))]
         frac = Mux(mant[fw + 1], mant[1:fw + 1], mant[:fw])
         finite = Signal(self.bits)
         m.d.comb += finite.eq(Mux(ge_const(field, top), Cat(Const(0, fw), Const(top, ew), r_sign),

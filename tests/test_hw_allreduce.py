@@ -123,9 +123,8 @@ def _run_planned(sim, plan, algorithm, record_property, **run_kw):
 
 def _allreduce_cases():
     """float32 (the default type): every simulator x topology x flow control x algorithm; with
-    -m slow, which CI runs too, Icarus on torus:4x4 (25 to 60 s a case) and on mesh:2x3 but for
-    MultiTree (40 to 70 s a case), and Verilator's ring2d with credit flow control (15 to 25 s
-    a case). bfloat16 and int32: MultiTree and ring on every topology with both flow controls in
+    -m slow, which CI runs too, Icarus on torus:4x4 (25 to 60 s a case) and Verilator's ring2d
+    with credit flow control (15 to 25 s a case). bfloat16 and int32: MultiTree and ring on every topology with both flow controls in
     Verilator and with message flow control on ring:4 in Icarus; by default only Verilator's
     with message flow control on ring:4 and mesh:2x3 (a torus:4x4 build of another type is 60 s
     more). That keeps the default suite within its 10 minutes and CI within its 45."""
@@ -134,8 +133,6 @@ def _allreduce_cases():
             for flow_control in FLOW_CONTROL:
                 for algorithm in ALGORITHMS:
                     slow = ((sim == "icarus" and topology == "torus:4x4")
-                            or (sim == "icarus" and topology == "mesh:2x3"
-                                and algorithm != "multitree")
                             or (sim == "verilator" and flow_control == "credit"
                                 and algorithm == "ring2d"))
                     yield _case(sim, topology, flow_control, algorithm, "float32", slow)
