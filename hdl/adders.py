@@ -20,7 +20,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .ops import ge_const, is_zero, shift_left
+from .ops import ge_const, is_zero
 
 __all__ = ["IntAdder", "FloatAdder", "AdderUnit", "ADDERS", "hardware_adder"]
 
@@ -63,7 +63,8 @@ class FloatAdder:
       the operands by magnitude, shift the smaller significand right by the exponent difference
       into guard, round and sticky, add or subtract;
     * stage 2 (registered): normalise (one right shift on a carry; a left shift by the leading
-      zeros, at most down to exponent 1, so a result below the normal range stays subnormal),
+      zeros, at most down to exponent 1, so a result below the normal range stays subnormal, in
+      binary steps that count and shift at once),
       round to nearest even on guard, round and sticky, pack, and substitute the special results.
 
     Parameters
@@ -122,21 +123,24 @@ class FloatAdder:
 
         # Stage 2: normalise, round, pack.
         carry = r_total[x]
-        cw = max(ew, x.bit_length())   # width of the shift counts
-        lead = Signal(cw)               # leading zeros of r_total[:x]
-        m.d.comb += lead.eq(x)
-        for i in range(x):             # the highest set bit wins (last assignment)
-            with m.If(r_total[i]):
-                m.d.comb += lead.eq(x - 1 - i)
-        room = Signal(cw)              # left shift that keeps the exponent >= 1
+        # Left shift by min(leading zeros, exponent - 1) in binary steps (16, 8, 4, 2, 1 for
+        # float32): a step is taken when the value's top bits of its width are zero and the
+        # exponent has room for it, which picks the binary digits of that minimum greedily.
+        room = Signal(ew)              # exponent - 1 - the shift so far (minus k: an add of
+        #                                the full-width constant 2^ew - k, which lints clean)
         m.d.comb += room.eq((r_exp - 1)[:ew])
-        shift = Signal(cw)
-        m.d.comb += shift.eq(Mux(lead > room, room, lead))
-        left = shift_left(m, r_total[:x], shift)
+        left = r_total[:x]
+        for j in reversed(range((x - 1).bit_length())):
+            k = 1 << j
+            take, shifted, rest_room = Signal(), Signal(x), Signal(ew)
+            m.d.comb += [take.eq(is_zero(left[x - k:]) & ge_const(room, k)),
+                         shifted.eq(Mux(take, Cat(Const(0, k), left[:x - k]), left)),
+                         rest_room.eq(Mux(take, (room + Const((1 << ew) - k, ew))[:ew], room))]
+            left, room = shifted, rest_room
         right = Cat(r_total[1] | r_total[0], r_total[2:x + 1])
         norm, exp = Signal(x), Signal(ew + 1)
         m.d.comb += [norm.eq(Mux(carry, right, left)),
-                     exp.eq(Mux(carry, r_exp + 1, (r_exp - shift)[:ew]))]   # >= 1
+                     exp.eq(Mux(carry, r_exp + 1, room + 1))]   # >= 1
         guard, rest, lsb = norm[2], norm[0] | norm[1], norm[3]
         mant, field = Signal(fw + 2), Signal(ew + 2)
         m.d.comb += [mant.eq(norm[3:] + (guard & (rest | lsb))),

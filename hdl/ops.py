@@ -7,9 +7,9 @@ logic through XOR with a full-width constant (folded into bit inversions), reduc
 multiplexer trees, which print width-exact. Use them instead of ``==``/``<`` with a constant.
 """
 
-from amaranth.hdl import Cat, Const, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Mux, Value
 
-__all__ = ["eq_const", "lt_const", "ge_const", "is_zero", "select_word", "shift_left"]
+__all__ = ["eq_const", "lt_const", "ge_const", "is_zero", "select_word"]
 
 
 def eq_const(value, k):
@@ -62,18 +62,3 @@ def select_word(vector, index, width, count):
         return Mux(index[level:].any(), Const(0, width), words[0])
     return words[0]
 
-
-def shift_left(m, value, amount):
-    """``(value << amount)`` truncated to ``len(value)`` bits, for a variable ``amount``: one
-    multiplexer stage per bit of ``amount``, each a signal of module ``m`` (a variable ``<<``
-    prints as a shift wider than its operand, and slices of an unnamed stage would repeat the
-    stages before it in the Verilog)."""
-    value, amount = Value.cast(value), Value.cast(amount)
-    width = len(value)
-    for i in range(len(amount)):
-        k = 1 << i
-        shifted = Cat(Const(0, min(k, width)), value[:width - k]) if k < width else Const(0, width)
-        stage = Signal(width)
-        m.d.comb += stage.eq(Mux(amount[i], shifted, value))
-        value = stage
-    return value
