@@ -101,7 +101,7 @@ def _estimate(plan, sim):
     total = _sim_cycles(plan.runs, plan.config)
     n = plan.topology.num_nodes
     key = sim
-    if sim == "verilator" and long_runs_hierarchical(n):
+    if sim == "verilator" and long_runs_hierarchical(n, plan.element_type):
         key += "-hierarchical-routed" if plan.routed else "-hierarchical"
     return total, total / (SIM_SPEED[key] * 16 / n)
 

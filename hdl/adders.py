@@ -44,7 +44,7 @@ class IntAdder:
         """``(a + b) mod 2**bits`` as a ``bits``-wide value, ``latency`` cycles later."""
         value = (Value.cast(a) + Value.cast(b))[:self.bits]
         for _ in range(self.latency):
-            reg = Signal(self.bits)
+            reg = Signal(self.bits, reset_less=True)
             m.d.sync += reg.eq(value)
             value = reg
         return value
@@ -103,20 +103,24 @@ class FloatAdder:
         m.d.comb += [big.eq(Mux(swap, b, a)), small.eq(Mux(swap, a, b))]
         s_big, e_big, f_big, _ = fields(big)
         s_small, e_small, f_small, _ = fields(small)
-        eff_big = Mux(is_zero(e_big), 1, e_big)
-        eff_small = Mux(is_zero(e_small), 1, e_small)
+        eff_big, eff_small, diff, dist = Signal(ew), Signal(ew), Signal(ew), Signal(ew)
+        m.d.comb += [eff_big.eq(Mux(is_zero(e_big), 1, e_big)),
+                     eff_small.eq(Mux(is_zero(e_small), 1, e_small)),
+                     diff.eq((eff_big - eff_small)[:ew]),
+                     dist.eq(Mux(ge_const(diff, x + 1), x, diff))]
         sig_big = Cat(Const(0, 3), f_big, e_big.any())          # x bits
         sig_small = Cat(Const(0, 3), f_small, e_small.any())
-        diff = (eff_big - eff_small)[:ew]
-        dist = Mux(ge_const(diff, x + 1), x, diff)
         wide = Signal(2 * x)           # kept, then shifted out
         m.d.comb += wide.eq(Cat(Const(0, x), sig_small) >> dist)
         aligned = wide[x:] | Cat(wide[:x].any(), Const(0, x - 1))
         subtract = s_big ^ s_small
         total = Mux(subtract, sig_big - aligned, sig_big + aligned)[:x + 1]
 
-        r_sign, r_exp, r_total = Signal(), Signal(ew), Signal(x + 1)
-        r_nan, r_inf, r_inf_sign, r_zero_sign = Signal(), Signal(), Signal(), Signal()
+        # Pipeline registers hold data only (the reduction unit's valid bits are reset), so they
+        # have no reset: a reset multiplexer per bit would be logic, and code Verilator runs.
+        r_sign, r_exp, r_total = (Signal(reset_less=True), Signal(ew, reset_less=True),
+                                  Signal(x + 1, reset_less=True))
+        r_nan, r_inf, r_inf_sign, r_zero_sign = (Signal(reset_less=True) for _ in range(4))
         m.d.sync += [r_sign.eq(s_big), r_exp.eq(eff_big), r_total.eq(total),
                      r_nan.eq(nan_in), r_inf.eq(inf_in), r_inf_sign.eq(s_big),
                      r_zero_sign.eq(sa & sb)]
@@ -149,7 +153,7 @@ class FloatAdder:
         finite = Signal(self.bits)
         m.d.comb += finite.eq(Mux(ge_const(field, top), Cat(Const(0, fw), Const(top, ew), r_sign),
                                   Cat(frac, field[:ew], r_sign)))
-        result = Signal(self.bits)
+        result = Signal(self.bits, reset_less=True)
         m.d.sync += result.eq(
             Mux(r_nan, Const(top << fw | 1 << (fw - 1), self.bits),
                 Mux(r_inf, Cat(Const(0, fw), Const(top, ew), r_inf_sign),

@@ -23,23 +23,26 @@ def eq_const(value, k):
     return ~(value ^ Const(k, width)).any()
 
 
-def lt_const(value, k):
-    """``value < k`` for an unsigned ``value`` and an integer ``k`` (1 bit)."""
+def ge_const(value, k):
+    """``value >= k`` for an unsigned ``value`` and an integer ``k`` (1 bit): for
+    ``k <= 2^(w-1)`` the carry out of ``value + (2^w - k)``, one adder whose constant has its
+    top bit set (so it prints at full width); above, the top bit and the rest against
+    ``k - 2^(w-1)``."""
     value = Value.cast(value)
     width = len(value)
     if k <= 0:
-        return Const(0, 1)
-    if k >= 1 << width:
         return Const(1, 1)
-    # value < k iff for some bit i with k_i = 1: value_i = 0 and the bits above i are equal.
-    terms = [~value[i] & eq_const(value[i + 1:], k >> (i + 1))
-             for i in range(width) if k >> i & 1]
-    return Cat(*terms).any()
+    if k >= 1 << width:
+        return Const(0, 1)
+    half = 1 << (width - 1)
+    if k > half:
+        return value[-1] & ge_const(value[:-1], k - half)
+    return (value + Const((1 << width) - k, width))[width]
 
 
-def ge_const(value, k):
-    """``value >= k`` (1 bit)."""
-    return ~lt_const(value, k)
+def lt_const(value, k):
+    """``value < k`` for an unsigned ``value`` and an integer ``k`` (1 bit)."""
+    return ~ge_const(value, k)
 
 
 def is_zero(value):

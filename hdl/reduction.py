@@ -105,12 +105,12 @@ class ReductionUnit(wiring.Component):
             m.d.comb += [self.mem_read[i].en.eq(lane.valid),
                          self.mem_read[i].addr.eq(lane.payload.addr)]
             valid = Signal(name=f"add{i}_valid")
-            req = Signal(self._request, name=f"add{i}_req")
+            req = Signal(self._request, name=f"add{i}_req", reset_less=True)   # data: valid says
             m.d.sync += [valid.eq(lane.valid), req.eq(lane.payload)]
             old = elems(self.mem_read[i].data)
             sums = [self.adder.add(m, old[k], req.data[k]) for k in range(e)]
             for _ in range(latency):    # the request travels beside the adder's stages
-                nv, nr = Signal(), Signal(self._request)
+                nv, nr = Signal(), Signal(self._request, reset_less=True)
                 m.d.sync += [nv.eq(valid), nr.eq(req)]
                 valid, req = nv, nr
             new = Signal(elems, name=f"add{i}_new")

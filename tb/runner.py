@@ -38,18 +38,21 @@ TEST_MODULE = "tb.cocotb_allreduce"
 DRIVER = pathlib.Path(__file__).with_name("verilator_driver.cpp")
 PARAMS_ENV = "ALLREDUCE_TB_PARAMS"
 CLOCK_PERIOD_NS = 2
-#: Long runs (the C++ driver) build flat up to this many nodes, above it with the NI (and the
+#: Long runs (the C++ driver) build flat up to this many int32 NIs, else with the NI (and the
 #: routers) as hierarchical blocks. A flat build holds one copy of the NI's code per node:
 #: torus:4x4 compiles at -O2 in 46 s and simulates at 74,000-85,000 cycles/s, twice as fast as
 #: hierarchical blocks, but torus:8x8's 138 MB of C++ took 320 s to compile at -O2 (258 s at
-#: -Os) and simulated at 3,600 cycles/s, its code no longer in the caches.
+#: -Os) and simulated at 3,600 cycles/s, its code no longer in the caches. A float NI's 16
+#: adders make the per-node copy too large already at 16 nodes: torus:4x4 in float32 (conv4_x)
+#: built flat in 122 s and ran ring at 8,800 cycles/s, hierarchical in 52 s and at 15,300.
 FLAT_MAX_NODES = 16
 
 
-def long_runs_hierarchical(num_nodes: int) -> bool:
-    """Whether a long-run Verilator build of ``num_nodes`` NIs has hierarchical blocks (above
-    :data:`FLAT_MAX_NODES` nodes)."""
-    return num_nodes > FLAT_MAX_NODES
+def long_runs_hierarchical(num_nodes: int, element_type) -> bool:
+    """Whether a long-run Verilator build of ``num_nodes`` NIs adding ``element_type``
+    (``golden_model.elements.ElementType``) has hierarchical blocks: above
+    :data:`FLAT_MAX_NODES` nodes, and for every float type."""
+    return num_nodes > FLAT_MAX_NODES or element_type.is_float
 
 
 #: Cycles the host players may take to dump their responses.
@@ -143,8 +146,8 @@ class HardwareBuild(SimBuild):
         Extra Verilator arguments.
     long_runs, cxx_opt, build_root
         As ``tb.build.SimBuild`` (tests: ``-O0``; the demo: ``long_runs=True``, which compiles
-        at ``-O2`` and, in Verilator without waveforms, runs the C++ driver, flat up to
-        :data:`FLAT_MAX_NODES` nodes and with hierarchical blocks above).
+        at ``-O2`` and, in Verilator without waveforms, runs the C++ driver, flat or with
+        hierarchical blocks as :func:`long_runs_hierarchical` says).
     backdoor : bool
         Build the buffer backdoor (``tb.harness.Backdoor``): its DPI form in the banks for the
         C++ driver, else its form in ``tb_top``, which makes a Verilator build flat. Every run
@@ -152,7 +155,7 @@ class HardwareBuild(SimBuild):
         (``run(backdoor=False)``).
     hierarchical : bool, optional
         Verilator: build the NI and the routers as hierarchical blocks (default: for short runs,
-        and for long runs above :data:`FLAT_MAX_NODES` nodes).
+        and for long runs where :func:`long_runs_hierarchical` says).
 
     Raises
     ------
@@ -179,15 +182,15 @@ class HardwareBuild(SimBuild):
         self.backdoor_dpi = backdoor and driver is not None
         # Hierarchical blocks (the NI and routers verilated once, not once per instance) build
         # faster, which the tests need; up to FLAT_MAX_NODES they simulate about half as fast
-        # (torus:4x4 with 150-cycle links: 21k against 42k cycles per second), so long runs
-        # build flat there. tb_top's backdoor reaches into the NIs, which needs a flat build.
+        # in int32 (torus:4x4 with 150-cycle links: 21k against 42k cycles per second), so long
+        # int32 runs build flat there. tb_top's backdoor reaches into the NIs, which needs a flat build.
         xmr = backdoor and not self.backdoor_dpi
         if hierarchical and (not verilator or xmr):
             raise ValueError("hierarchical blocks need Verilator and, with the backdoor, the C++ "
                              "driver (long_runs=True, no waves)")
         if hierarchical is None:
-            hierarchical = (verilator and not xmr
-                            and (not long_runs or long_runs_hierarchical(topology.num_nodes)))
+            hierarchical = verilator and not xmr and (
+                not long_runs or long_runs_hierarchical(topology.num_nodes, config.element_type))
         self.hierarchical = hierarchical
         super().__init__(sim, kind="allreduce", label=topology.spec.replace(":", "-"),
                          top="tb_top", design_file="network.v", waves=waves,

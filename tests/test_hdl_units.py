@@ -122,7 +122,7 @@ def test_ops_compare_and_select_exhaustively():
     from amaranth.hdl import Cat
     from hdl.ops import eq_const, ge_const, is_zero, lt_const, select_word
     x = Signal(5)
-    consts = [0, 1, 5, 13, 31, 32, 40]
+    consts = [0, 1, 5, 13, 16, 17, 31, 32, 33, 40]
     outs = Signal(3 * len(consts) + 1 + 4)
     words = Signal(4 * 3)
     m = Module()
