@@ -71,8 +71,11 @@ TIME_BUDGET_S = 180.0
 #: hierarchical block, measured on torus:8x8 (64 nodes) with the backdoor: conv5_x's 1.50
 #: million cycles in 263 s (5,700 per second, 22,800 per 16 nodes); "-routed": with the NIs on
 #: routers, fattree:8x2 (64 nodes, 16-port routers) with conv4_x: 627,000 cycles in 315 s
-#: (2,000 per second, 8,000 per 16 nodes).
+#: (2,000 per second, 8,000 per 16 nodes); "-float": a float NI, always a hierarchical block,
+#: measured on torus:4x4 in float32 with conv5_x: 1.48 million cycles in 72 s (20,600 per
+#: second, two simulations at once: ``scripts/bench_demo.py``).
 SIM_SPEED = {"verilator": 55_000.0, "verilator-hierarchical": 22_800.0,
+             "verilator-hierarchical-float": 20_600.0,
              "verilator-hierarchical-routed": 8_000.0, "icarus": 55.0}
 #: Vector for ``--waves`` when no size is given (waveforms of long runs take gigabytes).
 WAVES_ELEMENTS = 16 * 1024
@@ -102,7 +105,8 @@ def _estimate(plan, sim):
     n = plan.topology.num_nodes
     key = sim
     if sim == "verilator" and long_runs_hierarchical(n, plan.element_type):
-        key += "-hierarchical-routed" if plan.routed else "-hierarchical"
+        key += ("-hierarchical-routed" if plan.routed
+                else "-hierarchical-float" if plan.element_type.is_float else "-hierarchical")
     return total, total / (SIM_SPEED[key] * 16 / n)
 
 

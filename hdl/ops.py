@@ -3,8 +3,8 @@
 Amaranth's netlist writes constants at their minimal width and ``x == 0`` as ``!x``, so
 ``remaining == 1`` (20 bits) becomes ``remaining == 1'h1`` and Verilator reports WIDTHEXPAND; a
 variable ``word_select`` becomes a truncated shift (WIDTHTRUNC). These helpers express the same
-logic through XOR with a full-width constant (folded into bit inversions), reductions and
-multiplexer trees, which print width-exact. Use them instead of ``==``/``<`` with a constant.
+logic through XOR with a full-width constant (folded into bit inversions), an adder's carry with
+a constant whose top bit is set, reductions and multiplexer trees, which print width-exact. Use them instead of ``==``/``<`` with a constant.
 """
 
 from amaranth.hdl import Cat, Const, Mux, Value

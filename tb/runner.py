@@ -183,7 +183,8 @@ class HardwareBuild(SimBuild):
         # Hierarchical blocks (the NI and routers verilated once, not once per instance) build
         # faster, which the tests need; up to FLAT_MAX_NODES they simulate about half as fast
         # in int32 (torus:4x4 with 150-cycle links: 21k against 42k cycles per second), so long
-        # int32 runs build flat there. tb_top's backdoor reaches into the NIs, which needs a flat build.
+        # int32 runs build flat there. tb_top's backdoor reaches into the NIs, which needs a
+        # flat build.
         xmr = backdoor and not self.backdoor_dpi
         if hierarchical and (not verilator or xmr):
             raise ValueError("hierarchical blocks need Verilator and, with the backdoor, the C++ "
