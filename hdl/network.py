@@ -188,12 +188,16 @@ class Network(wiring.Component):
         m = Module()
         nis = self.nodes
         ni_module = _NI_MODULE.get()
+        running = Signal()
+        run_begin = Signal()    # the first start of a run: flits wait for their NI's start
+        m.d.comb += run_begin.eq(self.start | (Cat(*self.node_start).any() & ~running))
         for u, ni in enumerate(nis):
             m.submodules[ni_name(u)] = ni if ni_module is None else _ni_instance(ni, ni_module)
             wiring.connect(m, wiring.flipped(self.host_cmd[u]), ni.host_cmd)
             wiring.connect(m, wiring.flipped(self.host_rsp[u]), ni.host_rsp)
             m.d.comb += [
                 ni.start.eq(self.start | self.node_start[u]),
+                ni.arm.eq(run_begin),
                 self.node_done[u].eq(ni.done),
                 self.node_error[u].eq(ni.error),
                 self.node_step[u].eq(ni.step),
@@ -207,8 +211,7 @@ class Network(wiring.Component):
             error = error | ni.error
         for e in fabric_errors:
             error = error | e
-        running = Signal()
-        with m.If(self.start | (Cat(*self.node_start).any() & ~running)):
+        with m.If(run_begin):
             m.d.sync += [running.eq(1), self.cycles.eq(1)]
         with m.Elif(running):
             with m.If(done):

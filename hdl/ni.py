@@ -64,6 +64,9 @@ class NetworkInterface(wiring.Component):
     host_cmd : ``In(stream.Signature(HostCmd))``
     host_rsp : ``Out(stream.Signature(HostRsp))``
     start : ``In(1)``
+    arm : ``In(1)``
+        Pulse: a run of the network begins; flits that arrive before this NI's ``start`` wait
+        (``ReceiveEngine.arm``). Tie to 0 when every NI starts in the same cycle.
     done : ``Out(1)``
     error : ``Out(1)``
         Sticky until the next start.
@@ -86,6 +89,7 @@ class NetworkInterface(wiring.Component):
             "host_cmd": In(stream.Signature(HostCmd(fw))),
             "host_rsp": Out(stream.Signature(HostRsp(fw))),
             "start": In(1),
+            "arm": In(1),
             "done": Out(1),
             "error": Out(1),
             "step": Out(STEP_BITS),
@@ -166,6 +170,8 @@ class NetworkInterface(wiring.Component):
         all_done = Signal()
         for eng in engines:
             m.d.comb += eng.start.eq(self.start)
+        for eng in receivers:
+            m.d.comb += eng.arm.eq(self.arm)
         done_bits = [eng.done for eng in engines]
         all_done_v = done_bits[0]
         for d in done_bits[1:]:

@@ -62,6 +62,11 @@ class ReceiveEngine(wiring.Component):
     -------
     start : ``In(1)``
         Pulse: restart from row 0.
+    arm : ``In(1)``
+        Pulse: a run of the network begins (it may come before ``start`` when the nodes start
+        one after another). From ``arm`` (and from reset) until ``start`` a flit waits in the
+        receive FIFO, its room held by the sender's credits; after ``start`` a flit with no
+        row left is an error. Tie to 0 when every node starts in the same cycle.
     table : ``In(ReadPort.Signature(table_addr_width, ScheduleRow))``
     flit_in : ``In(FlitStream(flit_width))``
         From the link.
@@ -101,6 +106,7 @@ class ReceiveEngine(wiring.Component):
         self._config = config
         super().__init__({
             "start": In(1),
+            "arm": In(1),
             "table": In(memory.ReadPort.Signature(addr_width=config.table_addr_width,
                                                   shape=ScheduleRow)),
             "flit_in": In(FlitStream(config.flit_width)),
@@ -156,6 +162,7 @@ class ReceiveEngine(wiring.Component):
         take_head = Signal()
         take_body = Signal()
         drop = Signal()
+        waiting = Signal(init=1)    # armed, not started: flits wait
         slot_ok = Signal()
         m.d.comb += slot_ok.eq(addr[:bank_bits] == self.slot)
         drained = Signal()      # every write of the previous message has completed
@@ -164,8 +171,8 @@ class ReceiveEngine(wiring.Component):
             take_head.eq(have & ~in_msg & row_valid & drained),
             take_body.eq(have & in_msg & slot_ok & self.order_ok),
             # a flit after the table's end is an error; before start it waits (a neighbour
-            # may start earlier), its room held by the sender's credits
-            drop.eq(have & ~in_msg & active & ~row_valid),
+            # may start earlier)
+            drop.eq(have & ~in_msg & ~row_valid & ~waiting),
             rx.r_stream.ready.eq(take_head | take_body | drop),
             ret.pop.eq(rx.r_stream.valid & rx.r_stream.ready),
             ret.kind.eq(flit.kind),
@@ -237,6 +244,10 @@ class ReceiveEngine(wiring.Component):
             m.d.sync += [active.eq(1), in_msg.eq(0)]
         with m.Elif(active & ~in_msg & ~row_valid):
             m.d.sync += active.eq(0)
+        with m.If(self.start):
+            m.d.sync += waiting.eq(0)
+        with m.Elif(self.arm):
+            m.d.sync += waiting.eq(1)
 
         # done once the last write is in its write stage (its retirement), whatever the
         # adder's latency: a backdoor read in the next cycle sees every flit written

@@ -7,16 +7,18 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
+from golden_model import executor
 from golden_model.algorithms import build_schedule
 from golden_model.lowering import Direction, lower
 from golden_model.schedule import AllReduceSchedule, Op, Transfer
 from golden_model.timing import TimingParams, simulate
 from golden_model.topology import parse_topology
 from hdl.config import network_config_for, rotation_slack
-from hdl.host import load_commands
+from hdl.host import flit_elements, load_commands, read_commands
 from hdl.network import Network
 
-from hdl_host import StallError, simulate_allreduce, stream_commands, wait_done
+from hdl_host import (StallError, run_testbench, simulate_allreduce, stream_commands,
+                      wait_done)
 
 #: The timing model configured like the NI (docs/hardware.md, "Pipeline timing"): with receive
 #: buffers at the full-rate depth the RTL takes the model's cycles plus at most the bank
@@ -131,6 +133,44 @@ def test_head_mismatch_sets_error():
 
     with pytest.raises(AssertionError, match=r"error raised by nodes \[1\]"):
         _run_custom(topo, schedule, config, mutate=wrong_step)
+
+
+
+def test_back_to_back_runs_with_staggered_starts():
+    """Two runs without a reset; in the second, node u starts 20 u cycles late (through
+    ``node_start``), far longer than a link's latency, so the late nodes' first flits arrive
+    before their start: they wait (the network's run begin arms the NIs) instead of counting as
+    flits after the table's end, and the second run all-reduces the first one's result."""
+    topo = parse_topology("ring:4", link_latency=1)
+    schedule = build_schedule("ring", topo, 32)
+    lowered = lower(schedule)
+    config = network_config_for(lowered, link_latency=1)
+    vectors = np.arange(4 * 32, dtype=np.int32).reshape(4, 32) * 7 - 300
+    net = Network(topo, config)
+    loads = [load_commands(config, lowered, u, lowered.pack(vectors)[u]) for u in topo.nodes]
+    reads = [read_commands(config, lowered.buffer_flits) for _ in topo.nodes]
+    out = {}
+
+    async def bench(ctx):
+        await stream_commands(ctx, net, loads)
+        await wait_done(ctx, net, 2000)
+        await ctx.tick().repeat(config.max_chunks + 2)     # the arrival counters' sweep
+        for cycle in range(2000):
+            for u in topo.nodes:
+                ctx.set(net.node_start[u], cycle == 20 * u)
+            if cycle > 20 * 3 and ctx.get(net.done):
+                break
+            await ctx.tick()
+        else:
+            raise StallError("the second run did not finish")
+        out["error"] = [ctx.get(net.node_error[u]) for u in topo.nodes]
+        rsps = await stream_commands(ctx, net, reads)
+        out["flits"] = np.array([[flit_elements(config, w) for w in node] for node in rsps])
+
+    run_testbench(net, bench)
+    assert out["error"] == [0, 0, 0, 0]
+    once = executor.execute(schedule, vectors)
+    np.testing.assert_array_equal(lowered.unpack(out["flits"]), executor.execute(schedule, once))
 
 
 # --- pipeline timing -----------------------------------------------------------------------------
