@@ -13,8 +13,8 @@ it) or, with ``--dtype int32``, converted to int32 fixed point with the scale
 :data:`FIXED_POINT_SCALE` (2^16), as in-network aggregation systems do (SwitchML, NSDI 2021,
 quantises float gradients to 32-bit integers with a scaling factor because switches add integers).
 For floats the report gives each algorithm's error against the exactly rounded sum
-(``golden_model.accuracy``). NIs on routers add int32 unless told otherwise (they take messages in
-any order, ``hdl.ordering``). Every node's result is checked against the golden model bit for bit; the RTL cycle counts are
+(``golden_model.accuracy``). NIs on routers add int32 unless told otherwise (floats there are staged
+and added through a loopback port, ``golden_model.lowering``, whose slots multiply the buffer). Every node's result is checked against the golden model bit for bit; the RTL cycle counts are
 compared with the timing model, with each other (speed-up over ring) and with the lower bound.
 """
 

@@ -36,7 +36,8 @@ __all__ = ["FLIT_BITS", "PlannedRun", "HardwarePlan", "plan_hardware", "hardware
            "NI_RETIRE_DELAY", "ROUTED_PORT_DELAY", "DEFAULT_DTYPE", "ROUTED_DEFAULT_DTYPE"]
 
 #: The element type the hardware adds unless told otherwise, and on routers (whose NIs take
-#: messages in any order, so they add only associative types: ``hdl.ordering``).
+#: messages in any order, so floats need staged reductions there, ``golden_model.lowering``:
+#: their slots multiply the buffer, by N / 2 on MultiTree's star trees).
 DEFAULT_DTYPE = "float32"
 ROUTED_DEFAULT_DTYPE = "int32"
 #: Flit width of the hardware (bits): the MultiTree paper's 128-bit flits.
@@ -89,6 +90,9 @@ def hardware_timing(config, topology=None, **overrides) -> TimingParams:
         if topology is None:
             raise ValueError("the routed network's timing depends on the topology: pass it")
         want.update(routed_timing(topology))
+    if config.loopback:
+        from hdl.routed_network import LOOPBACK_LATENCY  # noqa: PLC0415
+        want["loopback_latency"] = LOOPBACK_LATENCY
     want.update(overrides)
     return TimingParams(**want)
 
@@ -97,8 +101,9 @@ def model_cycles(schedule, config, **overrides) -> int:
     """Cycles ``golden_model.timing.simulate`` predicts for ``schedule`` on the hardware of
     ``config`` (``overrides`` replace ``TimingParams`` fields)."""
     topo = hardware_topology(schedule.topology, config)
+    staged = lower(schedule, **_lowering_args(config)).staged if config.loopback else ()
     return simulate(dataclasses.replace(schedule, topology=topo),
-                    hardware_timing(config, topo, **overrides)).cycles
+                    hardware_timing(config, topo, **overrides), staged).cycles
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,16 +208,20 @@ class HardwarePlan:
 
 
 def _lowering_args(config):
+    from hdl.config import STAGE_BITS  # noqa: PLC0415
     from hdl.router.flit import MAX_PAYLOAD_FLITS  # noqa: PLC0415
     return {"elements_per_flit": config.elems_per_flit, "routed": config.routed,
-            "max_message_flits": MAX_PAYLOAD_FLITS if config.routed else None}
+            "max_message_flits": MAX_PAYLOAD_FLITS if config.routed else None,
+            "stage_reductions": config.loopback,
+            "max_staged": (1 << STAGE_BITS) - 1 if config.loopback else None}
 
 
 def _plan_run(topology, algorithm, elements, config, hw_topology, timing, schedule=None,
               lowered=None) -> PlannedRun:
     schedule = schedule or build_schedule(algorithm, topology, elements)
     lowered = lowered or lower(schedule, **_lowering_args(config))
-    expected = simulate(dataclasses.replace(schedule, topology=hw_topology), timing).cycles
+    expected = simulate(dataclasses.replace(schedule, topology=hw_topology), timing,
+                        lowered.staged).cycles
     lb = lower_bound(hw_topology, schedule.num_elements * config.element_type.bytes, timing)
     return PlannedRun(algorithm, elements, schedule, lowered, expected, lb.cycles)
 
@@ -232,7 +241,8 @@ def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[
     dtype : str, optional
         Element type (``golden_model.elements``; the NI must have its adder, ``hdl.adders``).
         Default :data:`DEFAULT_DTYPE` (float32), or :data:`ROUTED_DEFAULT_DTYPE` (int32) on
-        routers, whose NIs add only associative types (``hdl.ordering``).
+        routers, where a float type needs staged reductions (``golden_model.lowering``), whose
+        staging slots multiply the buffer (up to N / 2 times on MultiTree's star trees).
     flow_control : {"message", "credit"}
     link_latency : int, optional
         Register stages per link direction (default: the topology's link latency).

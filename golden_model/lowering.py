@@ -31,6 +31,19 @@ the testbench uses the buffer layout to load and read back vectors.
   count them. Dependency counting stays exact only if no receive into ``(u, c)`` can complete
   before a send of ``(u, c)`` that must not include it; ``lower`` checks that every receive of a
   later or equal step is caused by (reachable from) that send, and raises otherwise.
+* **Staged reductions** (``stage_reductions=True``, for an add that is not associative, such as
+  floating point: the sum must follow the schedule's order, not the arrival order). Where node
+  ``u`` receives K >= 2 REDUCE messages into chunk c, each of them is sent as a COPY into its own
+  staging slot j = 1..K at ``u`` (the j-th in schedule order), and ``u``'s loopback port (the
+  NI's last port, ``num_ports - 1``, joined to itself) then adds the slots into the chunk one
+  after another in schedule order: a loopback SEND row reads slot j once it has arrived and its
+  RECV row reduces it into the chunk. A chunk with one REDUCE receive at a node is reduced
+  directly. Layout: chunk c gets ``1 + K_c`` arrival counters and ``(1 + K_c) * flits_c`` buffer
+  flits (K_c: its most staged receives at any node), slot j at counter ``chunk + j`` and flit
+  address ``addr + j * flits``; rows carry ``stage`` = j and ``unstage`` (set on loopback SEND
+  rows: read the slot, write the chunk; clear on network SEND rows: read the chunk, write the
+  slot). The send waits of a chunk count the loopback adds, one per staged receive, so they
+  are unchanged.
 """
 
 import enum
@@ -70,6 +83,12 @@ class TableRow:
         ``chunk`` at this node before this one in the schedule (its order of summation).
     dest, src : int
         Routed SEND rows: destination and source router terminals; else 0.
+    stage : int
+        Staged reductions (module docstring): the staging slot j >= 1 the message goes to (a
+        network SEND row) or comes from (a loopback SEND row, ``unstage``); 0 otherwise.
+    unstage : bool
+        A loopback SEND row: it reads slot ``stage`` of ``chunk`` and the receiver adds it into
+        the chunk itself.
     """
     step: int
     op: Op
@@ -81,6 +100,8 @@ class TableRow:
     deps: int
     dest: int = 0
     src: int = 0
+    stage: int = 0
+    unstage: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,17 +121,28 @@ class LoweredSchedule:
     schedule : AllReduceSchedule
     elements_per_flit : int
     num_ports : int
-        Ports per NI (largest node degree).
+        Ports per NI (largest node degree; plus the loopback port with staged reductions).
     chunk_base : numpy.ndarray, shape (num_chunks,)
         Flit address of each chunk in every node's buffer.
     buffer_flits : int
-        Flits of buffer the vector needs.
+        Flits of buffer the vector (and its staging slots) needs.
     programs : list of NodeProgram, one per node
     routed : bool
         Lowered for NIs on routers (any number of hops; see the module docstring).
     ports : tuple of (int, int)
         Per transfer in schedule order: its send port at the source and receive port at the
         destination.
+    chunk_ids : numpy.ndarray, shape (num_chunks,)
+        The arrival counter of each chunk (``chunk`` in the rows): c itself, or with staged
+        reductions c's first counter (its slots follow it).
+    num_chunk_ids : int
+        Arrival counters the NI needs.
+    loopback : bool
+        Lowered with staged reductions: port ``num_ports - 1`` is the NI's loopback port.
+    staged : tuple of int
+        Indices (in ``schedule.transfers()`` order) of the transfers that go to a staging slot
+        and are then added by the destination's loopback port (``golden_model.timing.simulate``
+        times them so).
     """
     schedule: object
     elements_per_flit: int
@@ -120,6 +152,15 @@ class LoweredSchedule:
     programs: list
     routed: bool = False
     ports: tuple = ()
+    chunk_ids: np.ndarray = None
+    num_chunk_ids: int = 0
+    loopback: bool = False
+    staged: tuple = ()
+
+    @property
+    def terminal_ports(self):
+        """Ports per NI that face the network (all but the loopback port)."""
+        return self.num_ports - self.loopback
 
     @property
     def message_chain(self):
@@ -193,7 +234,8 @@ def needs_router(schedule):
             or any(len(t.route) != 1 for _, t in schedule.transfers()))
 
 
-def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None):
+def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None,
+          stage_reductions=False, max_staged=None):
     """Lower ``schedule`` to one ``NodeProgram`` per node.
 
     Parameters
@@ -206,19 +248,32 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None):
     max_message_flits : int, optional
         With ``routed``: the longest message the router carries, in payload flits (the
         hardware's limit, ``hdl.router.flit.MAX_PAYLOAD_FLITS``); default no limit.
+    stage_reductions : bool
+        With ``routed``: stage the REDUCE messages of a chunk that receives several at a node,
+        and add them in schedule order through a loopback port (module docstring), for an
+        element type whose add is not associative.
+    max_staged : int, optional
+        With ``stage_reductions``: the most REDUCE messages into one chunk at one node the
+        hardware stages (its row's ``stage`` field, ``2 ** hdl.config.STAGE_BITS - 1``);
+        default no limit.
 
     Raises
     ------
     ConfigError
         Without ``routed``: if a transfer crosses more than one link (the NI alone only talks
-        to its neighbours). With ``routed``: if a message is longer than ``max_message_flits``
-        payload flits, or the schedule's dependencies are not safe for arrivals in any order.
-        Either way if ``elements_per_flit`` is not a positive integer.
+        to its neighbours), or ``stage_reductions`` is set. With ``routed``: if a message is
+        longer than ``max_message_flits`` payload flits, more than ``max_staged`` REDUCE
+        messages go into one chunk at one node, or the schedule's dependencies are not safe for
+        arrivals in any order. Either way if ``elements_per_flit`` is not a positive
+        integer.
     """
     if not isinstance(elements_per_flit, int) or elements_per_flit < 1:
         raise ConfigError(f"elements per flit must be a positive integer, not {elements_per_flit!r}")
     topo = schedule.topology
     if not routed:
+        if stage_reductions:
+            raise ConfigError("staged reductions are for routed NIs: a point-to-point NI "
+                              "receives in schedule order")
         for step, t in schedule.transfers():
             if len(t.route) != 1:
                 raise ConfigError(
@@ -228,7 +283,22 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None):
                     f"algorithm whose transfers all go to neighbours")
     sizes = np.diff(schedule.bounds)
     flits = -(-sizes // elements_per_flit)
-    chunk_base = np.concatenate(([0], np.cumsum(flits)[:-1])).astype(np.int64)
+    reduces = {}        # (node, chunk) -> REDUCE receives
+    for _, t in schedule.transfers():
+        if t.op is Op.REDUCE:
+            reduces[(t.dst, t.chunk)] = reduces.get((t.dst, t.chunk), 0) + 1
+    slots = np.zeros(schedule.num_chunks, dtype=np.int64)   # staging slots per chunk
+    if stage_reductions:
+        for (u, c), k in reduces.items():
+            if max_staged is not None and k > max_staged:
+                raise ConfigError(
+                    f"{schedule.algorithm} on {topo.spec}: node {u} receives {k} REDUCE messages "
+                    f"into chunk {c}; a routed float NI stages at most {max_staged} per chunk "
+                    f"(to add them in schedule order): use --dtype int32 on this network")
+            if k >= 2:
+                slots[c] = max(slots[c], k)
+    chunk_base = np.concatenate(([0], np.cumsum((1 + slots) * flits)[:-1])).astype(np.int64)
+    chunk_ids = np.concatenate(([0], np.cumsum(1 + slots)[:-1])).astype(np.int64)
     neighbors = [tuple(topo.neighbors(v)) for v in topo.nodes]
     if routed:
         if (max_message_flits is not None and flits.size
@@ -242,9 +312,12 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None):
                 f"{schedule.num_chunks}) takes at most about {schedule.num_chunks * most:,} "
                 f"elements per node")
         _check_any_order_safe(schedule)
-        num_ports = max((len(n) for n in neighbors), default=0) if topo.is_direct else 1
+        terminal_ports = max((len(n) for n in neighbors), default=0) if topo.is_direct else 1
     else:
-        num_ports = max((len(n) for n in neighbors), default=0)
+        terminal_ports = max((len(n) for n in neighbors), default=0)
+    loopback = bool(stage_reductions)
+    num_ports = terminal_ports + loopback
+    loop = num_ports - 1        # the loopback port, if any
 
     def ports(t):
         if not routed:
@@ -256,23 +329,41 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None):
 
     engines = [{(d, p): [] for d in Direction for p in range(num_ports)} for _ in topo.nodes]
     received = {}
+    staged = {}         # (node, chunk) -> staged receives so far
+    staged_transfers = []
     used = []
-    for step, t in schedule.transfers():
+    for index, (step, t) in enumerate(schedule.transfers()):
         c = t.chunk
-        row = dict(step=step, op=t.op, flow=max(t.flow, 0), chunk=c, addr=int(chunk_base[c]),
-                   flits=int(flits[c]), elements=int(sizes[c]))
+        row = dict(step=step, flow=max(t.flow, 0), chunk=int(chunk_ids[c]),
+                   addr=int(chunk_base[c]), flits=int(flits[c]), elements=int(sizes[c]))
         deps = sum(1 for s in received.get((t.src, c), ()) if s < step)
         p, q = ports(t)
         used.append((p, q))
-        terminals = (dict(dest=t.dst * num_ports + q, src=t.src * num_ports + p)
+        terminals = (dict(dest=t.dst * terminal_ports + q, src=t.src * terminal_ports + p)
                      if routed else {})
-        engines[t.src][(Direction.SEND, p)].append(TableRow(**row, deps=deps, **terminals))
         before = received.setdefault((t.dst, c), [])
-        engines[t.dst][(Direction.RECV, q)].append(TableRow(**row, deps=len(before)))
+        if loopback and t.op is Op.REDUCE and reduces[(t.dst, c)] >= 2:
+            j = staged[(t.dst, c)] = staged.get((t.dst, c), 0) + 1
+            staged_transfers.append(index)
+            slot = dict(row, chunk=row["chunk"] + j, addr=row["addr"] + j * row["flits"])
+            engines[t.src][(Direction.SEND, p)].append(
+                TableRow(**row, op=Op.COPY, deps=deps, **terminals, stage=j))
+            engines[t.dst][(Direction.RECV, q)].append(TableRow(**slot, op=Op.COPY, deps=0))
+            engines[t.dst][(Direction.SEND, loop)].append(     # no router: no terminals
+                TableRow(**row, op=Op.REDUCE, deps=1, stage=j, unstage=True))
+            engines[t.dst][(Direction.RECV, loop)].append(
+                TableRow(**row, op=Op.REDUCE, deps=len(before)))
+        else:
+            engines[t.src][(Direction.SEND, p)].append(
+                TableRow(**row, op=t.op, deps=deps, **terminals))
+            engines[t.dst][(Direction.RECV, q)].append(
+                TableRow(**row, op=t.op, deps=len(before)))
         before.append(step)
     programs = [NodeProgram(v, neighbors[v], engines[v]) for v in topo.nodes]
     return LoweredSchedule(schedule, elements_per_flit, num_ports, chunk_base,
-                           int(flits.sum()), programs, routed, tuple(used))
+                           int(((1 + slots) * flits).sum()), programs, routed, tuple(used),
+                           chunk_ids, int((1 + slots).sum()), loopback,
+                           tuple(staged_transfers))
 
 
 def _check_any_order_safe(schedule):

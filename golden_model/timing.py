@@ -43,6 +43,11 @@ counted unless ``header_flits`` is set), the reduction unit's throughput at the 
 node may receive a new value of a chunk while still sending the old one; the IR's step semantics
 say which value is sent, the timing does not wait for the send to drain).
 
+Staged transfers (``simulate(..., staged=...)``, a routed float NI's staged reductions,
+``golden_model.lowering``): such a transfer finishes for its dependants only when its
+destination's loopback port has added it into the chunk; each node adds its staged transfers in
+schedule order, one flit per cycle (module ``simulate``'s docstring).
+
 Hardware-matching options (``TimingParams``): ``header_flits`` per message, ``send_delay`` (ready
 to head injection), ``retire_delay`` (tail arrival to finished), ``router_delay`` (the router
 pipeline a head crosses at each intermediate node: ``hdl.router.router``'s 4 cycles), and ``in_order_links`` (each
@@ -138,6 +143,9 @@ class TimingParams:
         instead of first come first served: the NI's send engines walk their tables in order.
         Meant for single-hop schedules (multi-hop ones could wait on each other in a cycle,
         which raises).
+    loopback_latency : int
+        Cycles of the link that joins a routed float NI's loopback port to itself (the staged
+        transfers of ``simulate``; ``hdl.routed_network.LOOPBACK_LATENCY``); default 1.
 
     Raises
     ------
@@ -153,6 +161,7 @@ class TimingParams:
     retire_delay: int = 0
     router_delay: int = 0
     in_order_links: bool = False
+    loopback_latency: int = 1
 
     def __post_init__(self):
         f = self.frequency_ghz
@@ -163,7 +172,8 @@ class TimingParams:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v <= 0:
                 raise ConfigError(f"{name} must be a positive integer, not {v!r}")
-        for name in ("header_flits", "send_delay", "retire_delay", "router_delay"):
+        for name in ("header_flits", "send_delay", "retire_delay", "router_delay",
+                     "loopback_latency"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
                 raise ConfigError(f"{name} must be a whole number >= 0, not {v!r}")
@@ -296,13 +306,22 @@ def _check_bandwidth(link, bw):
     return bw
 
 
-def simulate(schedule, params=TimingParams()):
+def simulate(schedule, params=TimingParams(), staged=()):
     """Time ``schedule`` with the contention-aware message model of the module docstring.
 
     Parameters
     ----------
     schedule : AllReduceSchedule
     params : TimingParams
+    staged : sequence of int
+        Transfers (indices in ``schedule.transfers()`` order) that a routed float NI receives
+        into a staging slot and then adds into the chunk through its loopback port
+        (``golden_model.lowering``, staged reductions; ``LoweredSchedule.staged``). Such a
+        transfer counts as finished for its dependants when its add is: each node adds its
+        staged transfers one after another in schedule order, an add starting ``send_delay``
+        after its transfer arrived and after the previous add's flits, holding the loopback
+        for the message's flits at one per cycle and finishing ``loopback_latency +
+        retire_delay`` cycles after its last flit.
 
     Returns
     -------
@@ -320,13 +339,13 @@ def simulate(schedule, params=TimingParams()):
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _simulate(schedule, params)
+        return _simulate(schedule, params, staged)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _simulate(schedule, params):
+def _simulate(schedule, params, staged):
     topo = schedule.topology
     links = list(topo.graph.edges)
     link_id = {link: i for i, link in enumerate(links)}
@@ -343,6 +362,7 @@ def _simulate(schedule, params):
     last_gate = {}      # (node, chunk) key -> latest gate
     pending = {}        # (node, chunk) key -> transfers into it since its latest gate
     initial = []        # transfers ready at cycle 0
+    dst_of = []
     idx = 0
     for step in schedule.steps:
         base = idx
@@ -363,6 +383,7 @@ def _simulate(schedule, params):
             route_len.append(len(ids))
             c = t.chunk
             chunk_of.append(c)
+            dst_of.append(t.dst)
             feeds.append(-1)
             key = t.src * num_chunks + c
             pend = pending.get(key)
@@ -426,6 +447,31 @@ def _simulate(schedule, params):
             link_hops[lid] += 1
         next_rank = [0] * len(links)
         parked = [dict() for _ in links]
+    # Staged transfers: per destination node, its adds in schedule order (the loopback port).
+    is_staged = bytearray(total)
+    loop_order, loop_pos, loop_free, arrived = {}, {}, {}, {}
+    for i in sorted(staged):
+        if not 0 <= i < total:
+            raise ConfigError(f"staged transfer {i} is not a transfer of the schedule "
+                              f"(0..{total - 1})")
+        is_staged[i] = 1
+        loop_order.setdefault(dst_of[i], []).append(i)
+    msg_flits = flit_vals[flit_class].tolist()     # per chunk: flits with the header
+    loop_latency = params.loopback_latency
+
+    def open_gates(g, tm):
+        """Count one finished input (at ``tm``) toward gate ``g``; open the gates it completes."""
+        while g >= 0:
+            if gate_time[g] < tm:
+                gate_time[g] = tm
+            gate_count[g] -= 1
+            if gate_count[g]:
+                return
+            tm = gate_time[g]
+            for w in gate_waiters[g]:
+                heappush(heap, (tm + send_delay) * T + w)
+            g = gate_next[g]
+
     done = 0
     while heap:
         key = heappop(heap)
@@ -458,21 +504,22 @@ def _simulate(schedule, params):
         fin = tail + la + retire_delay
         finish[i] = fin
         done += 1
-        g = feeds[i]
-        if g < 0:
+        if is_staged[i]:
+            u = dst_of[i]
+            arrived[i] = fin
+            order, pos = loop_order[u], loop_pos.get(u, 0)
+            while pos < len(order) and order[pos] in arrived:
+                k = order[pos]
+                st = max(arrived.pop(k) + send_delay, loop_free.get(u, 0))
+                loop_free[u] = st + msg_flits[chunk_of[k]]
+                finish[k] = loop_free[u] + loop_latency + retire_delay
+                if feeds[k] >= 0:
+                    open_gates(feeds[k], finish[k])
+                pos += 1
+            loop_pos[u] = pos
             continue
-        # Open gates: this input's gate, and the chain of later gates it completes.
-        tm = fin
-        while g >= 0:
-            if gate_time[g] < tm:
-                gate_time[g] = tm
-            gate_count[g] -= 1
-            if gate_count[g]:
-                break
-            tm = gate_time[g]
-            for w in gate_waiters[g]:
-                heappush(heap, (tm + send_delay) * T + w)
-            g = gate_next[g]
+        if feeds[i] >= 0:
+            open_gates(feeds[i], fin)
     if done != total:
         # Inputs always come from earlier steps, so only in-order links can leave some waiting.
         raise ConfigError(f"timing: {total - done} transfers never started: with in-order links "

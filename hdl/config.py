@@ -14,7 +14,7 @@ from golden_model.elements import element_type
 from .adders import hardware_adder
 
 __all__ = ["NIConfig", "FLOW_CONTROL_MODES", "HEAD_INFO_BITS", "SCHEDULE_ROW_BITS", "CHUNK_BITS",
-           "FLOW_BITS", "COUNT_BITS",
+           "FLOW_BITS", "COUNT_BITS", "STAGE_BITS",
            "FIELD_ADDR_BITS", "STEP_BITS", "MAX_PORTS", "MAX_LINK_STAGES", "full_rate_rx_depth",
            "buffer_banks", "rotation_slack", "check_int", "SIZED_FIELDS", "schedule_needs", "check_schedule_fits",
            "network_config_for"]
@@ -31,10 +31,13 @@ FLOW_BITS = 12
 COUNT_BITS = 8
 #: Bits of the head flit's ``HeadInfo`` (flow 12, step 16, chunk 12, op 1, flits 20, addr 20).
 HEAD_INFO_BITS = 81
+#: Width of a row's staging slot (``golden_model.lowering``, staged reductions): at most 63
+#: staged REDUCE messages into one chunk at one node.
+STAGE_BITS = 6
 #: Bits of one schedule-table row (valid 1, step 16, op 1, flow 12, chunk 12, addr 20, flits 20,
-#: deps 8, dest 10, src 10); the host writes a row with one ``host_cmd`` word, so it must fit in
-#: a flit.
-SCHEDULE_ROW_BITS = 110
+#: deps 8, dest 10, src 10, stage 6, unstage 1); the host writes a row with one ``host_cmd``
+#: word, so it must fit in a flit.
+SCHEDULE_ROW_BITS = 117
 #: Bits of the router's head (``hdl.router.flit.RouterHead``) below a routed NI's ``HeadInfo``.
 ROUTER_HEAD_BITS = 32
 #: Width of buffer addresses and flit counts in rows, head flits and host commands.
@@ -54,7 +57,7 @@ MAX_LINK_STAGES = 1024
 #: these limits (``NIConfig`` checks its fields against it, ``network_config_for`` and
 #: ``check_schedule_fits`` a schedule's needs).
 SIZED_FIELDS = {
-    "num_ports": (1, MAX_PORTS, "network ports per NI"),
+    "num_ports": (1, MAX_PORTS, "ports per NI"),
     "buffer_depth": (2, 1 << FIELD_ADDR_BITS, "buffer flits"),
     "table_depth": (2, 1 << 16, "rows per engine table"),
     "max_chunks": (1, 1 << CHUNK_BITS, "chunks (arrival counters) per node"),
@@ -76,13 +79,14 @@ class NIConfig:
     Parameters
     ----------
     num_ports : int
-        Network ports per NI, 1..8 (the largest node degree of the topology).
+        Ports per NI, 1..8: the largest node degree of the topology (one on a fat-tree or
+        BiGraph behind routers), plus the loopback port when :attr:`loopback`.
     dtype : str
         Element type (``golden_model.elements``) the reduction unit adds; it must have a
         hardware adder (``hdl.adders``): ``"int32"`` (wrap-around modulo 2^32).
     elems_per_flit : int
-        Elements per flit; ``flit_width = elem_width * elems_per_flit`` must be at least 110 bits
-        (a schedule-table row is written with one host word), 113 when ``routed``.
+        Elements per flit; ``flit_width = elem_width * elems_per_flit`` must be at least
+        ``SCHEDULE_ROW_BITS`` = 117 bits (a schedule-table row is written with one host word).
     buffer_depth : int
         Local buffer, in flits (2..2**20).
     table_depth : int
@@ -104,7 +108,8 @@ class NIConfig:
         The NI's ports sit on router local ports (``hdl.routed_network``): heads start with the
         router's 32-bit header (destination and source terminal from the row), and receive
         engines take messages in any order, writing where the head says (their rows only count
-        the messages). False: point-to-point links, messages checked in table order.
+        the messages). False: point-to-point links, messages checked in table order. A routed
+        NI of a type whose add is not associative has a loopback port (:attr:`loopback`).
     buffer_copies : int
         1 or 2: copies of the buffer's banks (``hdl.banked_buffer``). 2 gives the send engines
         and the lanes a copy each: twice the buffer's memory bits, fewer banks and about half
@@ -173,10 +178,9 @@ class NIConfig:
             raise ValueError(f"routed must be True or False, not {self.routed!r}")
         if isinstance(self.buffer_copies, bool) or self.buffer_copies not in BUFFER_COPIES:
             raise ValueError(f"buffer_copies must be 1 or 2, not {self.buffer_copies!r}")
-        if self.routed and not self.element_type.associative:
-            raise ValueError(f"a routed NI receives messages in any order, so it adds exactly only "
-                             f"an associative type, not {self.dtype} (hdl.ordering): use int32 "
-                             f"on routers")
+        if self.loopback and self.num_ports < 2:
+            raise ValueError(f"a routed {self.dtype} NI needs num_ports >= 2 (a network port and "
+                             f"the loopback port), not {self.num_ports}")
         if self.routed and self.flit_width < ROUTER_HEAD_BITS + HEAD_INFO_BITS:
             raise ValueError(
                 f"flit width {self.flit_width} bits is too narrow for a routed head: the router "
@@ -190,6 +194,18 @@ class NIConfig:
     @property
     def element_type(self):
         return element_type(self.dtype)
+
+    @property
+    def loopback(self):
+        """The NI's last port is joined to itself and adds staged contributions in schedule
+        order (``golden_model.lowering``, staged reductions): a routed NI receives messages in
+        any order, which only an associative add (int32) may ignore."""
+        return self.routed and not self.element_type.associative
+
+    @property
+    def terminal_ports(self):
+        """Ports that face the network: all but the loopback port."""
+        return self.num_ports - self.loopback
 
     @property
     def elem_width(self):
@@ -270,7 +286,7 @@ def schedule_needs(lowered):
     """What a ``golden_model.lowering.LoweredSchedule`` needs of the NI: ``{field: value}`` for
     the :data:`SIZED_FIELDS` (ports, buffer flits, longest engine table, chunks)."""
     return {"num_ports": lowered.num_ports, "buffer_depth": lowered.buffer_flits,
-            "table_depth": lowered.table_depth, "max_chunks": lowered.schedule.num_chunks}
+            "table_depth": lowered.table_depth, "max_chunks": lowered.num_chunk_ids}
 
 
 def check_schedule_fits(config, lowered):
@@ -282,6 +298,10 @@ def check_schedule_fits(config, lowered):
     if lowered.routed != routed:
         raise ValueError(f"the schedule is lowered with routed={lowered.routed}, the hardware "
                          f"has routed={routed}")
+    loopback = getattr(config, "loopback", False)
+    if lowered.loopback != loopback:
+        raise ValueError(f"the schedule is lowered with staged reductions={lowered.loopback}, "
+                         f"the hardware has a loopback port={loopback}")
     if lowered.elements_per_flit != config.elems_per_flit:
         raise ValueError(f"the schedule is lowered for {lowered.elements_per_flit} elements per "
                          f"flit, the hardware has {config.elems_per_flit}")

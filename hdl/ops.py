@@ -9,7 +9,7 @@ a constant whose top bit is set, reductions and multiplexer trees, which print w
 
 from amaranth.hdl import Cat, Const, Mux, Value
 
-__all__ = ["eq_const", "lt_const", "ge_const", "is_zero", "select_word"]
+__all__ = ["eq_const", "lt_const", "ge_const", "is_zero", "select_word", "add_narrow"]
 
 
 def eq_const(value, k):
@@ -43,6 +43,18 @@ def ge_const(value, k):
 def lt_const(value, k):
     """``value < k`` for an unsigned ``value`` and an integer ``k`` (1 bit)."""
     return ~ge_const(value, k)
+
+
+def add_narrow(value, small):
+    """``(value + small)`` modulo ``2 ** len(value)`` for unsigned ``small`` no wider than
+    ``value``: the low bits added at ``small``'s width, the carry (one bit, which Verilator
+    does not flag) into the high bits, so no operand is printed narrower than its sum."""
+    value, small = Value.cast(value), Value.cast(small)
+    n = len(small)
+    if n >= len(value):
+        return (value + small[:len(value)])[:len(value)]
+    low = value[:n] + small
+    return Cat(low[:n], (value[n:] + low[n])[:len(value) - n])
 
 
 def is_zero(value):

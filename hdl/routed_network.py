@@ -13,7 +13,15 @@ leaf switch (the other NI ports are tied off).
 Between an NI port and its terminal sits a ``RouterPort``: the NI's link-level flow control
 (``hdl.credit``, message or credit mode, ``rx_buffer_depth``) on one side, the router's
 ``InjectionPort``/``EjectionPort`` streams on the other.
+
+Loopback (``NIConfig.loopback``: a type whose add is not associative, such as float32): the NI's
+last port is joined to itself by a ``Link`` of :data:`LOOPBACK_LATENCY` cycles, no router; it
+adds each node's staged contributions in schedule order (``golden_model.lowering``, staged
+reductions).
 """
+
+import dataclasses
+
 
 from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
@@ -23,11 +31,17 @@ from .config import NIConfig
 from .credit import CreditCounter, CreditReturn
 from .fifo import make_fifo
 from .flit import Flit, FlitStream
+from .link import Link
 from .network import Network
 from .router.flit import PacketFlit, is_head_kind
 from .router.network import ROUTER_KINDS, RouterNetwork, routed_families
 
-__all__ = ["RouterPort", "RoutedNetwork", "router_vc_buf_depth", "check_routable"]
+__all__ = ["RouterPort", "RoutedNetwork", "router_vc_buf_depth", "check_routable",
+           "LOOPBACK_LATENCY"]
+
+#: Cycles of the link that joins a loopback port to itself (a register each way: the NI's send
+#: engine and receive FIFO are not joined combinationally).
+LOOPBACK_LATENCY = 1
 
 
 def check_routable(topology, why="routers"):
@@ -140,6 +154,9 @@ class RoutedNetwork(Network):
     fabric : hdl.router.network.RouterNetwork
     ports : dict
         ``ports[(u, p)]``: the ``RouterPort`` of NI port p of node u.
+    loopbacks : dict
+        ``loopbacks[u]``: the ``Link`` that joins node u's loopback port to itself (empty
+        without ``config.loopback``).
 
     Raises
     ------
@@ -161,12 +178,15 @@ class RoutedNetwork(Network):
         if args["vc_buf_depth"] is None:
             args["vc_buf_depth"] = router_vc_buf_depth(config.link_latency, args["credit_delay"])
         direct = getattr(topology, "is_direct", False)
-        self.terminal_ports = config.num_ports if direct else 1
+        self.terminal_ports = config.terminal_ports if direct else 1
         self.fabric = RouterNetwork(topology, flit_width=config.flit_width,
                                     link_latency=config.link_latency,
                                     concentration=self.terminal_ports, **args)
         self.ports = {(u, p): RouterPort(config)
                       for u in topology.nodes for p in range(self.terminal_ports)}
+        loop_config = dataclasses.replace(config, link_latency=LOOPBACK_LATENCY)
+        self.loopbacks = ({u: Link(loop_config) for u in topology.nodes} if config.loopback
+                          else {})
 
     def router_parameters(self):
         """The routers' parameters as a dict (for manifests): ``num_vcs``, ``vc_buf_depth``
@@ -196,7 +216,14 @@ class RoutedNetwork(Network):
             wiring.connect(m, rp.inject, fabric.inject[t])
             wiring.connect(m, fabric.eject[t], rp.eject)
             errors.append(rp.overflow)
+        loop = self._config.num_ports - 1
+        for u, link in sorted(self.loopbacks.items()):
+            m.submodules[f"loopback{u}"] = link
+            wiring.connect(m, nis[u].tx[loop], link.flit_in)
+            wiring.connect(m, link.flit_out, nis[u].rx[loop])
+            m.d.comb += [link.credit_in.eq(nis[u].rx_credit[loop]),
+                         nis[u].tx_credit[loop].eq(link.credit_out)]
         for u in self._topology.nodes:
-            for p in range(self.terminal_ports, self._config.num_ports):
+            for p in range(self.terminal_ports, self._config.terminal_ports):
                 m.d.comb += [nis[u].tx_credit[p].eq(0), nis[u].rx[p].valid.eq(0)]
         return errors

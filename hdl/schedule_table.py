@@ -13,7 +13,7 @@ from amaranth.lib import data
 
 from golden_model.lowering import Direction
 
-from .config import CHUNK_BITS, COUNT_BITS, FLOW_BITS, STEP_BITS
+from .config import CHUNK_BITS, COUNT_BITS, FLOW_BITS, STAGE_BITS, STEP_BITS
 from .flit import Op
 
 __all__ = ["ScheduleRow", "pack_row", "unpack_row", "engine_index", "EngineTable",
@@ -21,7 +21,7 @@ __all__ = ["ScheduleRow", "pack_row", "unpack_row", "engine_index", "EngineTable
 
 
 class ScheduleRow(data.Struct):
-    """One row of an engine table (``SCHEDULE_ROW_BITS`` = 110 bits, ``valid`` in bit 0).
+    """One row of an engine table (``SCHEDULE_ROW_BITS`` = 117 bits, ``valid`` in bit 0).
 
     Members
     -------
@@ -40,6 +40,12 @@ class ScheduleRow(data.Struct):
         contribution into ``chunk`` (the receives before it, ``hdl.ordering``; unused routed).
     dest, src : unsigned(10)
         Routed SEND rows: destination and source router terminals (the router's head); else 0.
+    stage : unsigned(STAGE_BITS)
+        Routed SEND rows of staged reductions (``golden_model.lowering``): the staging slot j;
+        the slot's buffer address is ``addr + j * flits`` and its arrival counter ``chunk + j``.
+    unstage : unsigned(1)
+        The row reads slot ``stage`` and the head names the chunk (a loopback SEND row); 0: the
+        row reads the chunk and the head names slot ``stage``.
     """
     valid: 1
     step: STEP_BITS
@@ -51,6 +57,8 @@ class ScheduleRow(data.Struct):
     deps: COUNT_BITS
     dest: 10
     src: 10
+    stage: STAGE_BITS
+    unstage: 1
 
 
 _LAYOUT = ScheduleRow.as_shape()
@@ -74,7 +82,8 @@ def pack_row(row):
         If a field does not fit its width (the message names the field and the value).
     """
     values = {"valid": 1, "step": row.step, "op": Op[row.op.name].value, "flow": row.flow,
-              "chunk": row.chunk, "addr": row.addr, "flits": row.flits, "deps": row.deps, "dest": row.dest, "src": row.src}
+              "chunk": row.chunk, "addr": row.addr, "flits": row.flits, "deps": row.deps, "dest": row.dest, "src": row.src,
+              "stage": row.stage, "unstage": int(row.unstage)}
     word = 0
     for name, field in _LAYOUT:
         width = field.width

@@ -22,6 +22,10 @@ per stall (a credit the engine waited for).
 
 Routed NI (``NIConfig.routed``): the head carries the router's ``RouterHead`` (the row's
 ``dest`` and ``src`` terminals, ``flits``) in its low 32 bits and the ``HeadInfo`` above it.
+With a loopback port (``NIConfig.loopback``, staged reductions of ``golden_model.lowering``) a
+row with ``stage`` j reads its chunk and sends to staging slot j (``chunk + j``, from flit
+``addr + j * flits``), or with ``unstage`` reads slot j (and waits for its arrival) and sends to
+the chunk.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
@@ -29,9 +33,9 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from .config import CHUNK_BITS, COUNT_BITS, NIConfig, ROUTER_HEAD_BITS
+from .config import CHUNK_BITS, COUNT_BITS, FIELD_ADDR_BITS, NIConfig, ROUTER_HEAD_BITS
 from .credit import CreditCounter
-from .ops import eq_const, ge_const, is_zero
+from .ops import add_narrow, eq_const, ge_const, is_zero
 from .flit import FlitKind, FlitStream, HeadInfo
 from .schedule_table import ScheduleRow
 
@@ -123,17 +127,34 @@ class SendEngine(wiring.Component):
         head_go = Signal()
         body_go = Signal()
         bits = len(self.slot)
+        # Where the message is read (its chunk and first flit) and where its head says it goes:
+        # the row's chunk, or with staged reductions one of them its staging slot
+        # (golden_model.lowering: slot j at chunk + j, addr + j * flits).
+        src_chunk, src_addr = row.chunk, row.addr
+        dst_chunk, dst_addr = row.chunk, row.addr
+        if cfg.loopback:
+            slot_chunk = Signal(CHUNK_BITS)
+            slot_addr = Signal(FIELD_ADDR_BITS)
+            offset = Signal(FIELD_ADDR_BITS)        # j * flits: at most buffer_depth - 1
+            m.d.comb += [offset.eq(row.stage * row.flits),
+                         slot_chunk.eq(add_narrow(row.chunk, row.stage)),
+                         slot_addr.eq(row.addr + offset)]
+            src_chunk = Mux(row.unstage, slot_chunk, row.chunk)
+            src_addr = Mux(row.unstage, slot_addr, row.addr)
+            dst_chunk = Mux(row.unstage, row.chunk, slot_chunk)
+            dst_addr = Mux(row.unstage, row.addr, slot_addr)
         aligned = Signal()        # the first payload flit's bank is next cycle's slot
         slot_ok = Signal()        # the next payload flit's bank is this cycle's slot
-        m.d.comb += [aligned.eq(is_zero(row.flits) | (row.addr[:bits] == (self.slot + 1)[:bits])),
+        m.d.comb += [aligned.eq(is_zero(row.flits) | (src_addr[:bits] == (self.slot + 1)[:bits])),
                      slot_ok.eq(addr[:bits] == self.slot)]
         m.d.comb += [
-            self.dep_chunk.eq(row.chunk),
+            self.dep_chunk.eq(src_chunk),
             credits.head.eq(~in_msg),
             head_go.eq(~in_msg & row_valid & deps_ok & aligned & credits.ready),
             body_go.eq(in_msg & slot_ok & credits.ready),
             credits.send.eq(head_go | body_go),
-            self.error.eq(row_valid & ge_const(row.chunk, cfg.max_chunks)),
+            self.error.eq(row_valid & (ge_const(src_chunk, cfg.max_chunks)
+                                       | ge_const(dst_chunk, cfg.max_chunks))),
         ]
 
         # Table read: row 0 on start, else the row after the one on table.data once it issues.
@@ -152,16 +173,16 @@ class SendEngine(wiring.Component):
             m.d.sync += [
                 in_msg.eq(row.flits.any()),
                 remaining.eq(row.flits),
-                addr.eq(row.addr),
+                addr.eq(src_addr),
                 cur_step.eq(row.step),
                 out_is_head.eq(1),
                 out_kind.eq(Mux(is_zero(row.flits), FlitKind.HEAD_TAIL, FlitKind.HEAD)),
                 out_head.flow.eq(row.flow),
                 out_head.step.eq(row.step),
-                out_head.chunk.eq(row.chunk),
+                out_head.chunk.eq(dst_chunk),
                 out_head.op.eq(row.op),
                 out_head.flits.eq(row.flits),
-                out_head.addr.eq(row.addr),
+                out_head.addr.eq(dst_addr),
             ]
             if cfg.routed:
                 m.d.sync += out_route.eq(Cat(row.dest, row.src, row.flits[:12]))

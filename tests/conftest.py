@@ -29,7 +29,7 @@ _FIRST = ("test_cost.py", "test_hw_routed.py", "test_router_traffic.py", "test_h
 
 #: Parameters that pick a simulator build: the tests sharing them go to one pytest-xdist worker
 #: (``--dist loadgroup``), so a worker never waits on a file lock while the other builds.
-_BUILD_PARAMS = ("sim", "topology", "spec", "flow_control", "config")
+_BUILD_PARAMS = ("sim", "topology", "spec", "dtype", "flow_control", "config")
 
 
 def pytest_collection_modifyitems(session, config, items):

@@ -33,7 +33,9 @@ def test_lint_network_torus_4x4_with_a_large_buffer(tmp_path):
     # odd sizes: no power of two anywhere, one-flit sub-messages, wire links
     NIConfig(num_ports=3, max_chunks=37, table_depth=13, buffer_depth=1000, submessage_flits=1,
              rx_buffer_depth=5, link_latency=0),
-], ids=["message", "credit", "odd"])
+    # on routers in float32: the send engines' staging-slot arithmetic (a loopback port)
+    NIConfig(num_ports=2, dtype="float32", routed=True),
+], ids=["message", "credit", "odd", "routed-float32"])
 def test_lint_one_ni(tmp_path, config):
     path = tmp_path / "ni.v"
     to_verilog(NetworkInterface(config), path)

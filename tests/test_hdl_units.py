@@ -36,6 +36,18 @@ def test_config_rejects_bad_values(field, value):
         NIConfig(**{field: value})
 
 
+def test_config_loopback_port_for_float_types_on_routers():
+    """A routed NI of a non-associative type has a loopback port (its last port): so it needs
+    two ports, and one fewer faces the network."""
+    cfg = NIConfig(num_ports=2, dtype="float32", routed=True)
+    assert cfg.loopback and cfg.terminal_ports == 1
+    for other in (NIConfig(num_ports=2, dtype="int32", routed=True),
+                  NIConfig(num_ports=2, dtype="float32")):
+        assert not other.loopback and other.terminal_ports == 2
+    with pytest.raises(ValueError, match="num_ports >= 2.*not 1"):
+        NIConfig(num_ports=1, dtype="bfloat16", elems_per_flit=8, routed=True)
+
+
 def test_config_message_mode_needs_one_submessage():
     with pytest.raises(ValueError, match="rx_buffer_depth 8"):
         NIConfig(rx_buffer_depth=8, submessage_flits=16)
@@ -50,7 +62,8 @@ def _random_row(rng):
     return TableRow(step=rng.randrange(1 << 16), op=rng.choice(list(GoldenOp)),
                     flow=rng.randrange(4096), chunk=rng.randrange(4096), addr=rng.randrange(1 << 20),
                     flits=rng.randrange(1, 1 << 20), elements=1, deps=rng.randrange(256),
-                    dest=rng.randrange(1024), src=rng.randrange(1024))
+                    dest=rng.randrange(1024), src=rng.randrange(1024), stage=rng.randrange(64),
+                    unstage=rng.random() < 0.5)
 
 
 def test_pack_row_matches_the_struct_and_round_trips():
@@ -61,13 +74,15 @@ def test_pack_row_matches_the_struct_and_round_trips():
         const = ScheduleRow.const({"valid": 1, "step": row.step, "op": Op[row.op.name],
                                    "flow": row.flow, "chunk": row.chunk, "addr": row.addr,
                                    "flits": row.flits, "deps": row.deps, "dest": row.dest,
-                                   "src": row.src})
+                                   "src": row.src, "stage": row.stage,
+                                   "unstage": int(row.unstage)})
         assert word == const.as_value().value
         fields = unpack_row(word)
         assert fields["valid"] == 1 and fields["op"].name == row.op.name
-        for name in ("step", "flow", "chunk", "addr", "flits", "deps", "dest", "src"):
+        for name in ("step", "flow", "chunk", "addr", "flits", "deps", "dest", "src", "stage",
+                     "unstage"):
             assert fields[name] == getattr(row, name)
-    assert ScheduleRow.as_shape().size == 1 + 16 + 1 + 12 + 12 + 20 + 20 + 8 + 10 + 10
+    assert ScheduleRow.as_shape().size == 1 + 16 + 1 + 12 + 12 + 20 + 20 + 8 + 10 + 10 + 6 + 1
 
 
 def test_pack_row_rejects_fields_that_do_not_fit():
@@ -143,6 +158,24 @@ def test_ops_compare_and_select_exhaustively():
             assert (got >> (3 * n) & 1) == (v == 0)
             assert got >> (3 * n + 1) == ((0xA5C >> (4 * v)) & 0xF if v < 3 else 0)
             await ctx.tick()
+
+    run(m, bench)
+
+
+def test_add_narrow_wraps_like_modular_addition():
+    from hdl.ops import add_narrow
+    x, y = Signal(7), Signal(3)
+    out = Signal(7)
+    m = Module()
+    m.d.comb += out.eq(add_narrow(x, y))
+
+    async def bench(ctx):
+        for a in range(128):
+            for b in range(8):
+                ctx.set(x, a)
+                ctx.set(y, b)
+                assert ctx.get(out) == (a + b) % 128
+        await ctx.tick()
 
     run(m, bench)
 

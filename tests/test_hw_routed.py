@@ -5,8 +5,9 @@ Double binary tree and halving-doubling on torus:4x4 (they send over several hop
 the router) and MultiTree on fattree:4x2 and bigraph:4x4 (every transfer crosses switches); with
 ``pytest -m slow`` also every other algorithm of the golden model that runs on those
 topologies (ring, ring2d and the MultiTrees on the torus; dbtree, halving-doubling and ring on
-the switched networks). One build per (simulator,
-topology) serves every algorithm; the host players apply random back-pressure and the NI's
+the switched networks). In float32 (staged reductions through the NI's loopback port, so the
+sums follow the schedule's order although messages arrive in any order); bfloat16 and int32
+with ``-m slow``. One build per (simulator, topology, element type) serves every algorithm; the host players apply random back-pressure and the NI's
 receive FIFOs are tight (8 flits, sub-messages of 4), as in ``test_hw_allreduce``. Cycle counts
 are compared with ``golden_model.timing`` configured like the routed hardware
 (the hardware plan's expected cycles, ``allreduce_rtl.plan``: 4 cycles per router,
@@ -41,59 +42,71 @@ MORE_CASES = {
 _builds = {}
 
 
+#: Element types: the first in the default suite, the others with -m slow.
+DTYPES = ["float32", "bfloat16", "int32"]
+
+
 @functools.cache
-def routed_plan(spec):
+def routed_plan(spec, dtype):
     """The routed hardware plan of these tests on ``spec``: every algorithm of both lists, both
-    sizes, NIs on routers."""
+    sizes, NIs on routers adding ``dtype``."""
     topo = parse_topology(spec, link_latency=LINK_LATENCY)
     return plan_hardware(topo, CASES[spec] + MORE_CASES[spec], sizes(topo.num_nodes),
-                         flow_control="message", link_latency=LINK_LATENCY, router=True, **TIGHT)
+                         dtype=dtype, flow_control="message", link_latency=LINK_LATENCY,
+                         router=True, **TIGHT)
 
 
 routed_plan.__test__ = False
 
 
-def _build(sim, spec):
-    if (sim, spec) not in _builds:
-        plan = routed_plan(spec)
-        _builds[(sim, spec)] = HardwareBuild(plan.topology, plan.config, sim,
-                                             valid_pct=VALID_PCT, ready_pct=READY_PCT).build()
-    return _builds[(sim, spec)]
+def _build(sim, spec, dtype):
+    if (sim, spec, dtype) not in _builds:
+        plan = routed_plan(spec, dtype)
+        _builds[(sim, spec, dtype)] = HardwareBuild(plan.topology, plan.config, sim,
+                                                    valid_pct=VALID_PCT,
+                                                    ready_pct=READY_PCT).build()
+    return _builds[(sim, spec, dtype)]
 
 
 # Icarus simulates a 16-router network at a few hundred cycles per second: in the default suite it
-# runs the small vectors of the switched networks only (the torus, and every size, with -m slow:
+# runs the fat-tree's small vectors only (BiGraph's, the torus, and every size, with -m slow:
 # test_routed_allreduce_all_sizes_icarus, which CI runs too). The routed torus in Verilator (about
 # 140 s: 16 eight-port routers) is slow too; the default suite keeps the fat-tree and BiGraph.
-@pytest.mark.parametrize("sim, spec", [
-    pytest.param(sim, spec, marks=[pytest.mark.slow] if spec == "torus:4x4" else [])
-    for sim in SIMULATORS for spec in CASES if (sim, spec) != ("icarus", "torus:4x4")])
-def test_routed_allreduce(sim, spec, record_property):
-    _run_and_check(sim, spec, CASES[spec], record_property,
+@pytest.mark.parametrize("sim, spec, dtype", [
+    pytest.param(sim, spec, dtype,
+                 marks=[pytest.mark.slow] if (spec == "torus:4x4" or dtype != DTYPES[0]
+                                              or (sim, spec) == ("icarus", "bigraph:4x4")) else [])
+    for sim in SIMULATORS for spec in CASES for dtype in DTYPES
+    if (sim, spec) != ("icarus", "torus:4x4")
+    # the other types in Verilator on the switched networks (the torus: float32)
+    and (dtype == DTYPES[0] or (sim == "verilator" and spec != "torus:4x4"))])
+def test_routed_allreduce(sim, spec, dtype, record_property):
+    _run_and_check(sim, spec, dtype, CASES[spec], record_property,
                    small_only=sim == "icarus")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", list(CASES))
 def test_routed_allreduce_all_sizes_icarus(spec, record_property):
-    _run_and_check("icarus", spec, CASES[spec], record_property)
+    _run_and_check("icarus", spec, DTYPES[0], CASES[spec], record_property)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", list(MORE_CASES))
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_routed_allreduce_other_algorithms(sim, spec, record_property):
-    _run_and_check(sim, spec, MORE_CASES[spec], record_property)
+    _run_and_check(sim, spec, DTYPES[0], MORE_CASES[spec], record_property)
 
 
-def _run_and_check(sim, spec, algorithms, record_property, small_only=False):
-    plan = routed_plan(spec)
-    build = _build(sim, spec)
+def _run_and_check(sim, spec, dtype, algorithms, record_property, small_only=False):
+    plan = routed_plan(spec, dtype)
+    build = _build(sim, spec, dtype)
     smallest = min(r.elements for r in plan.runs)
     runs = [r for r in plan.runs if r.algorithm in algorithms
             and (not small_only or r.elements == smallest)]
     specs = [RunSpec(r.name, r.lowered,
-                     _vectors(plan.topology.num_nodes, r.elements, _seed(sim, spec, r.name)),
+                     _vectors(plan.topology.num_nodes, r.elements, _seed(sim, spec, r.name),
+                              dtype),
                      r.expected_cycles) for r in runs]
     results = build.run(specs, seed=_seed(sim, spec) & 0x7FFFFFFF)
     failures = []

@@ -88,3 +88,109 @@ def test_routed_message_length_limit():
         lower(sched, routed=True, max_message_flits=limit)
     lower(sched, routed=True)          # no limit given: none checked
     lower(_hand_schedule([[(0, 1)]], elements=4 * limit), routed=True, max_message_flits=limit)
+
+
+# --- staged reductions (float types on routers) ---------------------------------------------
+
+def _run_routed_programs(lw, vectors, etype, rng):
+    """Run ``lw``'s programs as routed NIs do, independently of the hardware: each send engine
+    walks its rows in order, a row going once ``deps`` messages have arrived into its chunk;
+    the network delivers the messages in flight in a random order; a loopback port delivers
+    its own in order. Returns the (N, D) result."""
+    e = lw.elements_per_flit
+    bufs = lw.pack(vectors).reshape(len(lw.programs), -1, e).copy()
+    counts = [dict() for _ in lw.programs]
+    loop = lw.num_ports - 1 if lw.loopback else None
+    pos = {(u, key): 0 for u, prog in enumerate(lw.programs) for key in prog.engines}
+    network, loops = [], [[] for _ in lw.programs]
+    while True:
+        for u, prog in enumerate(lw.programs):
+            for p in range(lw.num_ports):
+                rows = prog.engines[(Direction.SEND, p)]
+                while pos[(u, (Direction.SEND, p))] < len(rows):
+                    r = rows[pos[(u, (Direction.SEND, p))]]
+                    off = r.stage * r.flits
+                    src = (r.chunk + r.stage, r.addr + off) if r.unstage else (r.chunk, r.addr)
+                    dst = (r.chunk, r.addr) if r.unstage else (r.chunk + r.stage, r.addr + off)
+                    if counts[u].get(src[0], 0) < r.deps:
+                        break
+                    data = bufs[u, src[1]:src[1] + r.flits].copy()
+                    if p == loop:
+                        loops[u].append((u, r.op, *dst, data))
+                    else:
+                        network.append((r.dest // lw.terminal_ports, r.op, *dst, data))
+                    pos[(u, (Direction.SEND, p))] += 1
+        ready = [("net", i) for i in range(len(network))] + \
+                [("loop", u) for u in range(len(loops)) if loops[u]]
+        if not ready:
+            break
+        kind, i = ready[rng.integers(len(ready))]
+        v, op, chunk, addr, data = network.pop(i) if kind == "net" else loops[i].pop(0)
+        if op is Op.COPY:
+            bufs[v, addr:addr + len(data)] = data
+        else:
+            etype.add(bufs[v, addr:addr + len(data)], data)
+        counts[v][chunk] = counts[v].get(chunk, 0) + 1
+    for u, prog in enumerate(lw.programs):
+        for (d, p), rows in prog.engines.items():
+            if d is Direction.SEND:
+                assert pos[(u, (d, p))] == len(rows), f"node {u} port {p} stalled"
+    return lw.unpack(bufs.reshape(len(lw.programs), -1, e))
+
+
+@pytest.mark.parametrize("spec, algorithm", [
+    ("fattree:4x2", "multitree"), ("bigraph:4x4", "halving-doubling"), ("torus:4x4", "dbtree"),
+    ("torus:4x4", "multitree")])
+def test_staged_reductions_follow_the_schedule_order_whatever_the_arrival_order(spec, algorithm):
+    """Staged lowering run with messages delivered in random orders gives the executor's
+    float32 bits every time; the unstaged routed lowering does not (so order matters here)."""
+    from golden_model.elements import element_type
+    from golden_model.executor import execute
+    from tb.vectors import random_vectors
+    t = element_type("float32")
+    sched = _schedule(spec, algorithm, elements=8 * parse_topology(spec).num_nodes + 3)
+    vec = random_vectors(sched.num_nodes, sched.num_elements, "float32", seed=11)
+    want = t.to_bits(execute(sched, vec, t))
+    staged = lower(sched, routed=True, stage_reductions=True)
+    plain = lower(sched, routed=True)
+    assert staged.loopback and staged.num_ports == plain.num_ports + 1
+    rng = np.random.default_rng(5)
+    plain_differs = False
+    for _ in range(6):
+        assert np.array_equal(t.to_bits(_run_routed_programs(staged, vec, t, rng)), want)
+        got = t.to_bits(_run_routed_programs(plain, vec, t, rng))
+        plain_differs |= not np.array_equal(got, want)
+    assert plain_differs
+
+
+def test_staged_layout_gives_each_contribution_a_slot():
+    """Chunk c gets 1 + K_c counters and (1 + K_c) * flits buffer flits, K_c its most REDUCE
+    receives at one node when that is at least 2; the staged transfers are exactly those."""
+    sched = _schedule("torus:4x4", "multitree", elements=16 * 9)
+    lw = lower(sched, routed=True, stage_reductions=True, elements_per_flit=4)
+    into = {}
+    for i, (_, t) in enumerate(sched.transfers()):
+        if t.op is Op.REDUCE:
+            into.setdefault((t.dst, t.chunk), []).append(i)
+    k = np.zeros(sched.num_chunks, dtype=int)
+    for (_, c), idx in into.items():
+        if len(idx) >= 2:
+            k[c] = max(k[c], len(idx))
+    flits = -(-np.diff(sched.bounds) // 4)
+    assert lw.num_chunk_ids == int((1 + k).sum())
+    assert lw.buffer_flits == int(((1 + k) * flits).sum())
+    assert sorted(lw.staged) == sorted(i for idx in into.values() if len(idx) >= 2 for i in idx)
+    assert list(lw.chunk_base) == [int(x) for x in np.cumsum(np.r_[0, (1 + k) * flits])[:-1]]
+
+
+def test_staged_reductions_have_a_limit_per_chunk():
+    sched = _schedule("fattree:4x2", "multitree", elements=64)      # stars: 15 per chunk
+    with pytest.raises(ConfigError, match="node 0 receives 15 REDUCE messages into chunk 0.*"
+                                          "at most 14"):
+        lower(sched, routed=True, stage_reductions=True, max_staged=14)
+    assert lower(sched, routed=True, stage_reductions=True, max_staged=15).num_chunk_ids == 256
+
+
+def test_staged_reductions_need_routers():
+    with pytest.raises(ConfigError, match="routed"):
+        lower(_schedule("torus:4x4", "ring", elements=64), stage_reductions=True)

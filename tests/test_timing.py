@@ -542,3 +542,27 @@ def test_in_order_links_never_faster_on_real_schedules():
 def test_bad_hardware_options(kw):
     with pytest.raises(ConfigError, match=next(iter(kw))):
         TimingParams(**kw)
+
+
+def test_staged_transfers_are_added_in_order_through_the_loopback():
+    """Two REDUCEs into (1, 0) staged (a routed float NI): each counts as finished when node 1's
+    loopback has added it, one after the other; the send that waits for both starts after the
+    second add (closed form below), and later than without staging."""
+    topo = parse_topology("ring:4", link_latency=5)
+    elements = 40                                   # 10 payload flits + 1 header
+    bounds = np.array([0, elements], dtype=np.int64)
+    sched = AllReduceSchedule("hand", topo, elements, bounds, [
+        [Transfer(0, 1, 0, Op.REDUCE, topo.route(0, 1)),
+         Transfer(2, 1, 0, Op.REDUCE, topo.route(2, 1))],
+        [Transfer(1, 0, 0, Op.COPY, topo.route(1, 0))]])
+    params = TimingParams(header_flits=1, send_delay=2, retire_delay=1, loopback_latency=1)
+    f, lat = 11, 5
+    arrive = 2 + f + lat + 1                        # both step-0 transfers, on separate links
+    add0 = arrive + 2 + f + 1 + 1                   # send delay, flits, loopback, retire
+    add1 = add0 + f                                 # starts as soon as add 0's flits are out
+    res = simulate(sched, params, staged=(0, 1))
+    assert res.finish.tolist() == [add0, add1, add1 + 2 + f + lat + 1]
+    plain = simulate(sched, params)
+    assert plain.finish.tolist() == [arrive, arrive, arrive + 2 + f + lat + 1]
+    with pytest.raises(ConfigError, match="staged transfer 3"):
+        simulate(sched, params, staged=(3,))
