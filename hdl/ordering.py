@@ -12,7 +12,10 @@ and lane i may read its next flit a when
 * **in order** (point-to-point NI, messages in table order): the contributions before it have
   all completed (``arrivals[chunk] >= order``: completions happen in order under this rule), or
   the lane j holding the same chunk with ``order - 1`` has written a (``written_j > a``);
-* **routed NI** (messages in any order; only associative adds): no other lane j holding the
+* **routed NI** (messages in any order: int32 gives the same bits in any order, and a float
+  chunk takes at most one REDUCE from the network, its other contributions being staged and
+  added by the loopback port one after another, ``golden_model.lowering``): no other lane j
+  holding the
   same chunk has a in flight (``written_j <= a < addr_j``).
 
 Deadlock freedom of the in-order rule: every wait (a receive FIFO behind an earlier message, a
