@@ -73,6 +73,7 @@ def _tables(run, config):
                           "chunk": r.chunk, "addr": r.addr, "flits": r.flits,
                           "elements": r.elements, "deps": r.deps,
                           **({"dest": r.dest, "src": r.src} if lw.routed else {}),
+                          **({"stage": r.stage, "unstage": r.unstage} if lw.loopback else {}),
                           "word": f"{w:#x}"} for r, w in zip(t.rows, t.words)]})
         tables.append({"node": prog.node, "neighbors": list(prog.neighbors), "engines": engines})
     return tables

@@ -114,7 +114,7 @@ def hardware_options(p, topology_default="torus:4x4", dtype=True):
                        help="element type the NIs add: IEEE 754 float32 or bfloat16 (round to "
                        "nearest even, subnormals kept, canonical NaN, summed in the schedule's "
                        "order), or int32 (wraps around) (default float32; int32 where the NIs "
-                       "sit on routers, which add floats in schedule order only on links so far)")
+                       "sit on routers, whose float NIs stage contributions: more buffer)")
 
 
 def build_dir_option(p):

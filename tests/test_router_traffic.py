@@ -102,6 +102,9 @@ def test_router_traffic_icarus(config):
     check(run, f"icarus {config} (build {time.perf_counter() - t0 - run.wall_s:.1f} s)")
 
 
+# 65 s and 51 s in a fresh default suite of 762 s: -m slow (CI runs them); in the default suite
+# Verilator still drives the routers in the zero-load, dateline and VC-class tests below
+@pytest.mark.slow
 @pytest.mark.parametrize("config", ["mesh-vct", "torus-wormhole"])
 def test_router_traffic_verilator(config):
     b = build_for("verilator", config)
