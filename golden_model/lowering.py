@@ -283,12 +283,12 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None,
                     f"algorithm whose transfers all go to neighbours")
     sizes = np.diff(schedule.bounds)
     flits = -(-sizes // elements_per_flit)
-    reduces = {}        # (node, chunk) -> REDUCE receives
-    for _, t in schedule.transfers():
-        if t.op is Op.REDUCE:
-            reduces[(t.dst, t.chunk)] = reduces.get((t.dst, t.chunk), 0) + 1
+    reduces = {}        # staged reductions: (node, chunk) -> REDUCE receives
     slots = np.zeros(schedule.num_chunks, dtype=np.int64)   # staging slots per chunk
     if stage_reductions:
+        for _, t in schedule.transfers():
+            if t.op is Op.REDUCE:
+                reduces[(t.dst, t.chunk)] = reduces.get((t.dst, t.chunk), 0) + 1
         for (u, c), k in reduces.items():
             if max_staged is not None and k > max_staged:
                 raise ConfigError(
