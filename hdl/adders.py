@@ -16,13 +16,16 @@ Adding a type's adder: a class with ``latency`` and ``add``, and its entry in :d
 (a function of the ``ElementType``).
 """
 
+import contextlib
+import contextvars
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .ops import ge_const, is_zero
 
-__all__ = ["IntAdder", "FloatAdder", "AdderUnit", "ADDERS", "hardware_adder"]
+__all__ = ["IntAdder", "FloatAdder", "AdderUnit", "ADDERS", "hardware_adder", "stuck_sum_bit"]
 
 
 class IntAdder:
@@ -181,7 +184,32 @@ def hardware_adder(element_type):
     if build is None:
         raise ValueError(f"the NI has no adder for {element_type.name}: its reduction unit adds "
                          f"{', '.join(ADDERS)}")
-    return build(element_type)
+    adder = build(element_type)
+    bit = _STUCK_BIT.get()
+    return adder if bit is None else _StuckBit(adder, bit)
+
+
+_STUCK_BIT = contextvars.ContextVar("stuck_sum_bit", default=None)
+
+
+@contextlib.contextmanager
+def stuck_sum_bit(bit):
+    """A planted fault: every adder that :func:`hardware_adder` gives inside the ``with`` has
+    bit ``bit`` of its sums stuck at 1 (the board self-test's ``--fault adder-bit``, to show
+    that its check catches wrong sums). Hardware built outside is unaffected."""
+    token = _STUCK_BIT.set(bit)
+    try:
+        yield
+    finally:
+        _STUCK_BIT.reset(token)
+
+
+class _StuckBit:
+    def __init__(self, adder, bit):
+        self.adder, self.bit, self.latency = adder, bit, adder.latency
+
+    def add(self, m, a, b):
+        return self.adder.add(m, a, b) | (1 << self.bit)
 
 
 class AdderUnit(wiring.Component):

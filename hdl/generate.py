@@ -20,7 +20,7 @@ TOP_MODULE = "network"
 NI_MODULE = "network_ni"
 
 
-def to_verilog(network, path=None):
+def to_verilog(network, path=None, name=TOP_MODULE):
     """Convert ``network`` to Verilog with top module ``network``.
 
     Every ``hdl.ram.RAM`` (buffers, engine tables) becomes an instance of a behavioural module
@@ -34,16 +34,21 @@ def to_verilog(network, path=None):
     Parameters
     ----------
     network : Network
-        (Any other ``wiring.Component`` is converted as it is; the top module is always named
-        ``network``.)
+        (A component with a ``Network`` as its ``network`` attribute, such as
+        ``hdl.selftest.SelfTestSystem``, shares the NI module the same way; any other
+        ``wiring.Component`` is converted as it is.)
     path : path-like, optional
         Where to write the Verilog; parent directories are created.
+    name : str
+        The top module's name (default ``network``).
 
     Returns
     -------
     str
         The Verilog text.
     """
+    design = network
+    network = design if isinstance(design, Network) else getattr(design, "network", None)
     with verilog_rams() as modules:
         if isinstance(network, Network):
             ni_text = verilog.convert(NetworkInterface(network.config), name=NI_MODULE,
@@ -52,10 +57,10 @@ def to_verilog(network, path=None):
                 stack.enter_context(ni_instances(NI_MODULE))
                 router_texts = (stack.enter_context(shared_routers(network.fabric, TOP_MODULE))
                                 if isinstance(network, RoutedNetwork) else [])
-                text = verilog.convert(network, name=TOP_MODULE, emit_src=False)
+                text = verilog.convert(design, name=name, emit_src=False)
             text = "\n".join([text, ni_text, *router_texts])
         else:
-            text = verilog.convert(network, name=TOP_MODULE, emit_src=False)
+            text = verilog.convert(design, name=name, emit_src=False)
     text = text + "\n" + "\n".join(modules[name] for name in sorted(modules))
     if path is not None:
         path = pathlib.Path(path)

@@ -13,7 +13,7 @@ from .config import FIELD_ADDR_BITS, NIConfig, check_schedule_fits
 from .schedule_table import engine_tables
 
 __all__ = ["HostCmd", "HostRsp", "TARGET_BUFFER", "TARGET_TABLE", "host_cmd_word",
-           "flit_word", "flit_elements", "load_commands", "read_commands"]
+           "flit_word", "flit_elements", "load_commands", "table_commands", "read_commands"]
 
 #: ``HostCmd.target`` values.
 TARGET_BUFFER = 0
@@ -108,6 +108,13 @@ def load_commands(config, lowered, node, flits):
     cmds = [host_cmd_word(config, write=1, target=TARGET_BUFFER, addr=a,
                           data=flit_word(config, flits[a]))
             for a in range(lowered.buffer_flits)]
+    return cmds + table_commands(config, lowered, node)
+
+
+def table_commands(config, lowered, node):
+    """The ``HostCmd`` words that load node ``node``'s engine tables (each engine's rows, then
+    a zero row when there is room; see :func:`load_commands`, which checks the fit)."""
+    cmds = []
     for table in engine_tables(lowered.programs[node], config.num_ports, config.table_depth):
         cmds += [host_cmd_word(config, write=1, target=TARGET_TABLE, engine=table.engine,
                                addr=a, data=w) for a, w in enumerate(table.words)]

