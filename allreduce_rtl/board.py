@@ -27,7 +27,7 @@ from .errors import EnvironmentFailure
 
 __all__ = ["Board", "BOARDS", "BOARD_LINK_LATENCY", "SIM_UART_DIVISOR", "UART_BAUD",
            "plan_board", "check_flit_aligned", "selftest_program", "board_top",
-           "build_bitstream", "parse_utilisation", "FAULTS"]
+           "build_bitstream", "board_report", "parse_utilisation", "FAULTS", "fault_context"]
 
 #: Register stages per on-chip link direction.
 BOARD_LINK_LATENCY = 2
@@ -104,8 +104,9 @@ def plan_board(topology, algorithms, elements, *, dtype, flow_control="message")
     plan = plan_hardware(topology, algorithms, elements, dtype=dtype, flow_control=flow_control,
                          link_latency=BOARD_LINK_LATENCY)
     if plan.routed:
-        raise ConfigError(f"the board builds networks of NIs joined by links (ring, mesh, "
-                          f"torus with neighbour schedules); {plan.router_reason} routers")
+        raise ConfigError(f"the board builds NIs joined by links only (a ring, mesh or torus "
+                          f"with schedules between neighbours): "
+                          f"{plan.router_reason.removesuffix(', but')}")
     for run in plan.runs:
         check_flit_aligned(run.lowered)
     return plan
@@ -260,27 +261,29 @@ def parse_utilisation(nextpnr_report):
 
 
 def _fmax(nextpnr_report, clock_net):
-    """``(achieved MHz, constraint MHz)`` of the clock whose net name contains ``clock_net``."""
+    """nextpnr's achieved fmax (MHz) of the clock whose net name contains ``clock_net``."""
     for name, f in nextpnr_report.get("fmax", {}).items():
         if clock_net in name:
-            return round(f["achieved"], 2), round(f["constraint"], 2)
-    return None, None
+            return round(f["achieved"], 2)
+    return None
 
 
 _NO_FIT = re.compile(r"ERROR: .*?(?:Design uses|Unable to place|not enough).*", re.I)
 
 
-def build_bitstream(board_name, plan, *, out, root=None, fault=None):
-    """Build the board's bitstream (cached by the build plan's digest) and copy the bitstream,
-    reports and Verilog into ``out``.
+def build_bitstream(board_name, plan, *, root=None, fault=None):
+    """Build the board's bitstream (cached by the build plan's digest).
 
     Returns
     -------
-    dict
-        ``board``, ``device``, ``bitstream``, ``svf``, ``cached``, ``seconds``,
-        ``utilisation`` ({resource: {used, available}} from nextpnr's report: TRELLIS_COMB
-        (LUT4s), TRELLIS_FF, DP16KD, MULT18X18D, ...), ``clock_mhz`` (the board clock),
-        ``fmax_mhz`` (nextpnr's achieved fmax of the sync clock), ``timing_met``.
+    (dict, dict)
+        The result: ``board``, ``device``, ``bitstream`` and ``svf`` (file names),
+        ``cached``, ``seconds``, ``utilisation`` ({resource: {used, available}} from nextpnr's
+        report: TRELLIS_COMB (LUT4s), TRELLIS_FF, DP16KD, MULT18X18D, ...), ``clock_mhz`` (the
+        board clock), ``fmax_mhz`` (nextpnr's achieved fmax of the sync clock),
+        ``timing_met``; and the products to write, {file name: bytes}: the bitstream (``.bit``,
+        ``.svf``), nextpnr's report and log, Yosys's log, the constraints and the Verilog of
+        the self-test system (``selftest_system.v``, what the simulations run).
 
     Raises
     ------
@@ -296,9 +299,9 @@ def build_bitstream(board_name, plan, *, out, root=None, fault=None):
     env = _tool_env()
     build_plan = platform.prepare(
         top, name=BUILD_NAME,
-        nextpnr_opts=f"--report {BUILD_NAME}.report.json --timing-allow-fail",
-        ecppack_opts="--compress")
-    work = build_root(root) / toolchain_key() / "board" / f"{board_name}-{build_plan.digest(16).hex()}"
+        nextpnr_opts=f"--report {BUILD_NAME}.report.json --timing-allow-fail")
+    work = (build_root(root) / toolchain_key() / "board"
+            / f"{board_name}-{build_plan.digest(16).hex()}")
     report_path = work / f"{BUILD_NAME}.report.json"
     bit = work / f"{BUILD_NAME}.bit"
     t0 = time.monotonic()
@@ -307,36 +310,47 @@ def build_bitstream(board_name, plan, *, out, root=None, fault=None):
         try:
             build_plan.execute_local(work, env=env)
         except subprocess.CalledProcessError:
-            log = work / f"{BUILD_NAME}.tim"
-            text = log.read_text(errors="replace") if log.exists() else ""
-            nofit = _NO_FIT.search(text)
-            if nofit:
-                raise ConfigError(f"the design does not fit the {platform.device}: "
-                                  f"{nofit.group(0)[7:].strip()} (log {log})") from None
-            last = [ln for ln in text.splitlines() if ln.startswith("ERROR")][-1:] or \
-                ["see the logs"]
-            raise EnvironmentFailure(f"the {board_name} build failed: {last[0]} (folder "
-                                     f"{work})") from None
+            _build_failure(board_name, platform, work)
     report = json.loads(report_path.read_text())
     clock_hz = platform.lookup(platform.default_clk).clock.frequency
-    fmax, constraint = _fmax(report, "clk")
-    out = pathlib.Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    for suffix in (".bit", ".svf", ".report.json", ".tim", ".rpt", ".lpf"):
-        src = work / f"{BUILD_NAME}{suffix}"
-        if src.exists():
-            shutil.copyfile(src, out / src.name)
-    (out / "network.v").write_text(_verilog(plan, top))
-    return {"board": board_name, "device": f"{platform.device}-{platform.package}",
-            "bitstream": str(out / bit.name), "svf": str(out / f"{BUILD_NAME}.svf"),
-            "cached": cached, "seconds": round(time.monotonic() - t0, 1),
-            "utilisation": parse_utilisation(report),
-            "clock_mhz": clock_hz / 1e6, "fmax_mhz": fmax,
-            "timing_met": fmax is not None and fmax >= clock_hz / 1e6}
+    fmax = _fmax(report, "clk")
+    products = {f"{BUILD_NAME}{suffix}": (work / f"{BUILD_NAME}{suffix}").read_bytes()
+                for suffix in (".bit", ".svf", ".report.json", ".tim", ".rpt", ".lpf")
+                if (work / f"{BUILD_NAME}{suffix}").exists()}
+    products["selftest_system.v"] = _verilog(top).encode()
+    result = {"board": board_name, "device": f"{platform.device}-{platform.package}",
+              "bitstream": bit.name, "svf": f"{BUILD_NAME}.svf", "cached": cached,
+              "seconds": round(time.monotonic() - t0, 1),
+              "utilisation": parse_utilisation(report),
+              "clock_mhz": clock_hz / 1e6, "fmax_mhz": fmax,
+              "timing_met": fmax is not None and fmax >= clock_hz / 1e6}
+    return result, products
 
 
-def _verilog(plan, top):
+def _build_failure(board_name, platform, work):
+    """Raise the error of a failed build: ConfigError if the design does not fit."""
+    log = work / f"{BUILD_NAME}.tim"
+    text = log.read_text(errors="replace") if log.exists() else ""
+    nofit = _NO_FIT.search(text)
+    if nofit:
+        raise ConfigError(f"the design does not fit the {platform.device}: "
+                          f"{nofit.group(0)[len('ERROR: '):].strip()} (log {log})")
+    errors = [ln for ln in text.splitlines() if ln.startswith("ERROR")]
+    raise EnvironmentFailure(f"the {board_name} build failed: "
+                             f"{errors[-1] if errors else 'see the logs'} (folder {work})")
+
+
+def board_report(board_name, plan, fault):
+    """The parts of ``board``'s report that the plan decides."""
+    return {"board": board_name, "topology": plan.topology.spec,
+            "dtype": plan.element_type.name, "elements": plan.runs[0].elements,
+            "algorithms": [r.algorithm for r in plan.runs], "fault": fault,
+            "link_latency": plan.config.link_latency,
+            "model_cycles": {r.algorithm: r.expected_cycles for r in plan.runs},
+            "config": dataclasses.asdict(plan.config)}
+
+
+def _verilog(top):
     """The Verilog of the self-test system (what the simulations run)."""
-    from amaranth.back import verilog  # noqa: PLC0415
-    system = top.system
-    return verilog.convert(system, name="selftest_system")
+    from hdl.generate import to_verilog  # noqa: PLC0415
+    return to_verilog(top.system, name="selftest_system")
