@@ -1,9 +1,11 @@
 """The ``cost`` subcommand: hardware cost of the router, the NI and the CXL memory controller.
 
 Each standard configuration is elaborated to Verilog with Amaranth and synthesised with Yosys
-(generic cells, flip-flops, memory bits) and, where it is sized for one, for an iCE40 FPGA
-(LUT4s, flip-flops, block RAMs, and nextpnr's estimate of the maximum frequency); see
-``allreduce_rtl.synth``. Results are cached under the build folder, keyed by the Verilog.
+(generic cells, flip-flops, memory bits) and, where it is sized for the family, for the FPGA
+that ``--device`` names: an iCE40 (LUT4s, flip-flops, 4 kbit block RAMs) or an ECP5 (LUT4s,
+flip-flops, DP16KD block RAMs, MULT18X18D multipliers), with nextpnr's estimate of the maximum
+frequency; see ``allreduce_rtl.synth``. Results are cached under the build folder, keyed by
+the Verilog.
 
 Bad input (an unknown design name, an unwritable ``--out``) raises ``ConfigError``, which
 ``cli.main`` turns into one line and exit code 2.
@@ -15,7 +17,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tqdm import tqdm
 
@@ -28,13 +30,23 @@ from tb.toolchain import ToolchainError, build_root
 from . import options
 from .errors import EnvironmentFailure
 from .output import atomic_write, check_writable_file, format_table
-from .synth import ICE40_DEVICES, SynthesisError, synthesise, tool_versions
+from .synth import DEVICES, ICE40, SynthesisError, synthesise, tool_versions
 
-COLUMNS = [("name", "design", "{}"), ("summary", "configuration", "{}"), ("dtype", "adds", "{}"),
-           ("cells", "cells", "{:,}"), ("flip_flops", "FFs", "{:,}"),
-           ("memory_bits", "memory bits", "{:,}"), ("luts", "iCE40 LUTs", "{:,}"),
-           ("ice40_ffs", "iCE40 FFs", "{:,}"), ("brams", "BRAMs", "{}"),
-           ("fmax", "fmax (MHz)", "{}")]
+#: The generic columns of the cost table; the FPGA family's own follow (``columns``).
+GENERIC_COLUMNS = [("name", "design", "{}"), ("summary", "configuration", "{}"),
+                   ("dtype", "adds", "{}"), ("cells", "cells", "{:,}"),
+                   ("flip_flops", "FFs", "{:,}"), ("memory_bits", "memory bits", "{:,}")]
+
+
+def columns(family=ICE40):
+    """The cost table's columns for an FPGA ``family`` (``synth.Family``): the generic ones,
+    the family's figures (``family.columns``: iCE40 LUTs, iCE40 FFs, BRAMs; or ECP5 LUTs, ECP5
+    FFs, DP16KD, MULT18X18D) and fmax."""
+    fpga = [("fpga_" + key, label, "{:,}") for key, label in family.columns]
+    return GENERIC_COLUMNS + fpga + [("fmax", "fmax (MHz)", "{}")]
+
+
+COLUMNS = columns(ICE40)
 COMPARE_COLUMNS = [("metric", "NI cost", "{}"), ("message", "message", "{:,}"),
                    ("credit", "credit", "{:,}"), ("diff", "credit - message", "{:+,}"),
                    ("pct", "change", "{:+.1f}%")]
@@ -42,12 +54,13 @@ COMPARE_COLUMNS = [("metric", "NI cost", "{}"), ("message", "message", "{:,}"),
 
 @dataclass(frozen=True)
 class Design:
-    """One standard configuration: ``build()`` returns ``(verilog, top module)``."""
+    """One standard configuration: ``build()`` returns ``(verilog, top module)``; ``fpgas``
+    names the FPGA families (``synth.FAMILIES`` keys) it is sized for."""
     name: str
     kind: str
     summary: str
     params: dict
-    ice40: bool
+    fpgas: frozenset
 
     def build(self):
         return _BUILDERS[self.kind](**self.params)
@@ -85,6 +98,7 @@ def _cxl(**fields):
 _BUILDERS = {"router": _router, "ni": _ni, "cxl": _cxl, "adder": _adder}
 
 _ROUTER = dict(num_vcs=2, vc_buf_depth=8, flit_width=128, credit_delay=1)
+_BOTH, _ECP5 = frozenset({"ice40", "ecp5"}), frozenset({"ecp5"})
 _NI_SMALL = dict(num_ports=2, elems_per_flit=4, buffer_depth=16, table_depth=8, max_chunks=8,
                  rx_buffer_depth=16, submessage_flits=8, link_latency=1)
 
@@ -94,41 +108,43 @@ _NI_SMALL = dict(num_ports=2, elems_per_flit=4, buffer_depth=16, table_depth=8, 
 #: synth_ice40 too (their LUTs are the logic outside the block RAMs; they need more block RAMs
 #: than an iCE40 has); the routers' and the CXL controller's multi-port memories still become
 #: flip-flops there, so only their small variants do (the 128-bit mesh router needs 13,284 LUTs).
+#: An ECP5-85F has 11 times an HX8K's LUTs and 208 18 kbit block RAMs (DP16KD, true dual-port)
+#: against 32 of 4 kbit: every design goes through synth_ecp5.
 DESIGNS = [
     Design("router-mesh", "router", "mesh 5 ports, 2 VCs x 8 flits, 128 b, wormhole",
            dict(spec="mesh:4x4", router=5, concentration=1, flow_control="wormhole", **_ROUTER),
-           False),
+           _ECP5),
     Design("router-mesh-ct", "router", "mesh 5 ports, 2 VCs x 8 flits, 128 b, cut-through",
            dict(spec="mesh:4x4", router=5, concentration=1, flow_control="cut_through",
-                **_ROUTER), False),
+                **_ROUTER), _ECP5),
     Design("router-torus", "router", "torus 8 ports (4 local), 2 VCs x 8 flits, 128 b",
            dict(spec="torus:4x4", router=5, concentration=4, flow_control="wormhole", **_ROUTER),
-           False),
+           _ECP5),
     Design("router-mesh-32", "router", "mesh 5 ports, 2 VCs x 4 flits, 32 b, wormhole",
            dict(spec="mesh:4x4", router=5, concentration=1, flow_control="wormhole",
-                num_vcs=2, vc_buf_depth=4, flit_width=32, credit_delay=1), True),
+                num_vcs=2, vc_buf_depth=4, flit_width=32, credit_delay=1), _BOTH),
     Design("ni-message", "ni", "NI 4 ports, 1024-flit buffer, 128 b, rx 32, message FC",
-           dict(flow_control="message"), True),
+           dict(flow_control="message"), _BOTH),
     Design("ni-credit", "ni", "NI 4 ports, 1024-flit buffer, 128 b, rx 32, credit FC",
-           dict(flow_control="credit"), True),
+           dict(flow_control="credit"), _BOTH),
     Design("ni-copies", "ni", "NI 4 ports, 1024-flit buffer x 2 copies, 128 b, message FC",
-           dict(flow_control="message", buffer_copies=2), True),
+           dict(flow_control="message", buffer_copies=2), _BOTH),
     Design("ni-float32", "ni", "NI 4 ports, 1024-flit buffer, 128 b, message FC, 16 adders",
-           dict(flow_control="message", dtype="float32"), True),
+           dict(flow_control="message", dtype="float32"), _BOTH),
     Design("ni-bfloat16", "ni", "NI 4 ports, 1024-flit buffer, 128 b, message FC, 32 adders",
-           dict(flow_control="message", dtype="bfloat16", elems_per_flit=8), True),
+           dict(flow_control="message", dtype="bfloat16", elems_per_flit=8), _BOTH),
     Design("adder-float32", "adder", "one element's adder, 2 pipeline stages",
-           dict(dtype="float32"), True),
+           dict(dtype="float32"), _BOTH),
     Design("adder-bfloat16", "adder", "one element's adder, 2 pipeline stages",
-           dict(dtype="bfloat16"), True),
+           dict(dtype="bfloat16"), _BOTH),
     Design("ni-small-message", "ni", "NI 2 ports, 16-flit buffer, 128 b, rx 16, message FC",
-           dict(flow_control="message", **_NI_SMALL), True),
+           dict(flow_control="message", **_NI_SMALL), _BOTH),
     Design("ni-small-credit", "ni", "NI 2 ports, 16-flit buffer, 128 b, rx 16, credit FC",
-           dict(flow_control="credit", **_NI_SMALL), True),
-    Design("cxl", "cxl", "CXL.mem 1024 lines x 512 b, 4 banks, 8 tensors", {}, False),
+           dict(flow_control="credit", **_NI_SMALL), _BOTH),
+    Design("cxl", "cxl", "CXL.mem 1024 lines x 512 b, 4 banks, 8 tensors", {}, _ECP5),
     Design("cxl-small", "cxl", "CXL.mem 64 lines x 512 b, 4 banks, 4 tensors",
            dict(num_lines=64, num_banks=4, req_credits=3, rwd_credits=4, hold_slots=2,
-                num_tensors=4, max_group_shift=4), True),
+                num_tensors=4, max_group_shift=4), _BOTH),
 ]
 #: (message, credit) design pairs of the flow-control comparison.
 NI_PAIRS = [("ni-message", "ni-credit"), ("ni-small-message", "ni-small-credit")]
@@ -168,7 +184,7 @@ def with_dtype(designs, dtype):
             width = d.params.get("elems_per_flit", 4) * element_type(
                 d.params.get("dtype", "int32")).bits
             params = {**d.params, "dtype": dtype, "elems_per_flit": width // bits}
-            d = Design(d.name, d.kind, d.summary, params, d.ice40)
+            d = replace(d, params=params)
         out.append(d)
     return out
 
@@ -177,14 +193,17 @@ def register(sub):
     """Add ``cost`` to the subcommand set ``sub`` of ``cli.build_parser``."""
     p = sub.add_parser("cost", help="hardware cost: synthesise the router, the NI and the CXL "
                        "memory controller with Yosys (generic cells, flip-flops, memory bits; "
-                       "iCE40 LUTs and nextpnr's fmax estimate)")
+                       "iCE40 or ECP5 LUTs, block RAMs and nextpnr's fmax estimate)")
     p.add_argument("--design", "-d", type=options.text, default=None, metavar="NAMES",
                    help=f"comma-separated subset of {', '.join(d.name for d in DESIGNS)} "
                    "(default: all)")
-    p.add_argument("--device", choices=tuple(ICE40_DEVICES), default="hx8k",
-                   help="iCE40 device for place and route (default %(default)s)")
-    p.add_argument("--no-ice40", action="store_true",
-                   help="generic synthesis only (no synth_ice40, no nextpnr)")
+    p.add_argument("--device", choices=tuple(DEVICES), default="hx8k",
+                   help="FPGA for synthesis and place and route: an iCE40 (synth_ice40, "
+                   "nextpnr-ice40) or an ECP5 LFE5U-25F/45F/85F (synth_ecp5, nextpnr-ecp5) "
+                   "(default %(default)s)")
+    p.add_argument("--generic-only", "--no-ice40", dest="generic_only", action="store_true",
+                   help="generic synthesis only, for either family (no FPGA synthesis, no "
+                   "nextpnr); --no-ice40 is its older name")
     p.add_argument("--jobs", "-j", type=int, choices=range(1, 9), default=2, metavar="N",
                    help="designs synthesised at once, 1..8 (default %(default)s; the first "
                    "Yosys run compiles its WebAssembly with about 1.7 GB of memory)")
@@ -202,38 +221,40 @@ def register(sub):
 _ELABORATE = threading.Lock()   # Amaranth elaboration and its Yosys run one at a time
 
 
-def _cost_one(design, device, ice40, root):
+def _cost_one(design, device, fpga, root):
     with _ELABORATE:
         verilog, top = design.build()
-    result = synthesise(verilog, top, ice40=ice40 and design.ice40, device=device, root=root)
+    fpga = fpga and DEVICES[device].family.name in design.fpgas
+    result = synthesise(verilog, top, fpga=fpga, device=device, root=root)
     return {"name": design.name, "kind": design.kind, "summary": design.summary,
             "config": design.params, **result}
 
 
-def _fmax_cell(ice):
-    if ice is None:
+def _fmax_cell(fpga):
+    if fpga is None:
         return None
-    if not ice["fits"]:
-        return ice["note"]
-    return "-" if ice["fmax_MHz"] is None else f"{ice['fmax_MHz']:.1f}"
+    if not fpga["fits"]:
+        return fpga["note"]
+    return "-" if fpga["fmax_MHz"] is None else f"{fpga['fmax_MHz']:.1f}"
 
 
-def _rows(results):
+def _rows(results, family=ICE40):
     rows = []
     for r in results:
-        g, ice = r["generic"], r["ice40"] or {}
+        g, fpga = r["generic"], r[family.name]
         dtype = r["config"].get("dtype", "int32") if r["kind"] in ("ni", "adder") else "-"
         rows.append({"name": r["name"], "summary": r["summary"], "dtype": dtype,
                      "cells": g["cells"],
                      "flip_flops": g["flip_flops"], "memory_bits": g["memory_bits"],
-                     "luts": ice.get("luts"), "ice40_ffs": ice.get("flip_flops"),
-                     "brams": ice.get("brams"), "fmax": _fmax_cell(r["ice40"])})
+                     **{"fpga_" + key: (fpga or {}).get(key) for key, _ in family.columns},
+                     "fmax": _fmax_cell(fpga)})
     return rows
 
 
-def flow_control_comparison(results):
+def flow_control_comparison(results, family=ICE40):
     """The message-vs-credit NI comparison: one dict per pair present in ``results``, with
-    ``message``, ``credit``, ``rows`` (metric, message, credit, diff, pct)."""
+    ``message``, ``credit``, ``rows`` (metric, message, credit, diff, pct); the FPGA rows are
+    those of ``family`` (``synth.Family``), if both designs went through it."""
     by = {r["name"]: r for r in results}
     out = []
     for msg, cred in NI_PAIRS:
@@ -243,9 +264,10 @@ def flow_control_comparison(results):
         metrics = [("generic cells", a["generic"]["cells"], b["generic"]["cells"]),
                    ("flip-flops", a["generic"]["flip_flops"], b["generic"]["flip_flops"]),
                    ("memory bits", a["generic"]["memory_bits"], b["generic"]["memory_bits"])]
-        if a["ice40"] and b["ice40"]:
-            metrics += [("iCE40 LUTs", a["ice40"]["luts"], b["ice40"]["luts"]),
-                        ("iCE40 FFs", a["ice40"]["flip_flops"], b["ice40"]["flip_flops"])]
+        fa, fb = a.get(family.name), b.get(family.name)
+        if fa and fb:
+            metrics += [(f"{family.label} LUTs", fa["luts"], fb["luts"]),
+                        (f"{family.label} FFs", fa["flip_flops"], fb["flip_flops"])]
         rows = [{"metric": m, "message": x, "credit": y, "diff": y - x,
                  "pct": 100 * (y - x) / x if x else None} for m, x, y in metrics]
         out.append({"message": msg, "credit": cred, "rows": rows})
@@ -262,15 +284,16 @@ def cmd_cost(args):
         root = build_root(args.build_dir)
     except ToolchainError as exc:
         raise EnvironmentFailure(str(exc)) from None
-    ice40 = not args.no_ice40
+    fpga = not args.generic_only
+    family = DEVICES[args.device].family
     started = time.monotonic()
     results = {}
     bar = tqdm(total=len(designs), desc="cost", unit="design", file=sys.stderr)
     pool = ThreadPoolExecutor(max_workers=args.jobs)
     try:
-        # the iCE40 runs take longest: start them first, so the two workers end together
-        order = sorted(designs, key=lambda d: not (ice40 and d.ice40))
-        futures = {pool.submit(_cost_one, d, args.device, ice40, root): d for d in order}
+        # the FPGA runs take longest: start them first, so the two workers end together
+        order = sorted(designs, key=lambda d: not (fpga and family.name in d.fpgas))
+        futures = {pool.submit(_cost_one, d, args.device, fpga, root): d for d in order}
         for future in as_completed(futures):
             d = futures[future]
             try:
@@ -285,24 +308,24 @@ def cmd_cost(args):
         pool.shutdown(cancel_futures=True)   # on an error, start no other design
         bar.close()
     ordered = [results[d.name] for d in designs]
-    report = {"device": args.device if ice40 else None, "seconds": round(time.monotonic() -
-              started, 1), "tools": tool_versions(), "designs": ordered,
-              "flow_control": flow_control_comparison(ordered)}
+    report = {"device": args.device if fpga else None, "seconds": round(time.monotonic() -
+              started, 1), "tools": tool_versions(family), "designs": ordered,
+              "flow_control": flow_control_comparison(ordered, family)}
     if args.out is not None:
         atomic_write(args.out, json.dumps(report, indent=2) + "\n")
     if args.json:
         print_json(report)
     else:
-        _print(report)
+        _print(report, family)
     return 0
 
 
-def _print(report):
+def _print(report, family):
     tools = ", ".join(f"{k} {v}" for k, v in report["tools"].items())
     print(f"hardware cost ({tools}); generic: Yosys synth, memories kept as memories; "
-          f"iCE40: synth_ice40 counts of the design, fmax = nextpnr's estimate "
+          f"{family.label}: {family.synth} counts of the design, fmax = nextpnr's estimate "
           f"({report['device'] or 'not run'}, all ports registered)")
-    print(format_table(_rows(report["designs"]), COLUMNS))
+    print(format_table(_rows(report["designs"], family), columns(family)))
     for pair in report["flow_control"]:
         print(f"\nNI flow control: {pair['message']} against {pair['credit']} (same buffers)")
         print(format_table(pair["rows"], COMPARE_COLUMNS))

@@ -4,47 +4,12 @@ known in closed form, the cache, the port wrapper, and bad input (exit 2, one li
 import json
 
 import pytest
-from amaranth.back import verilog
-from amaranth.hdl import Module, Signal
-from amaranth.lib import memory, wiring
-from amaranth.lib.wiring import In, Out
+from cost_probe import probe_verilog as _verilog
 
 from allreduce_rtl.cli import main
 from allreduce_rtl.cost_commands import DESIGNS, flow_control_comparison, select_designs
-from allreduce_rtl.synth import count_flip_flops, ice40_wrapper, synthesise, top_ports
+from allreduce_rtl.synth import count_flip_flops, port_wrapper, synthesise, top_ports
 from golden_model.errors import ConfigError
-
-
-class RegisterAndMemory(wiring.Component):
-    """An ``n``-bit register (with reset) beside a ``depth`` x ``width`` memory.
-
-    With ``sync_read`` the memory's read port is synchronous (its output register belongs to
-    the memory: a block RAM's); otherwise it is asynchronous, so on an iCE40 (block RAMs only
-    read synchronously) the memory becomes ``depth * width`` flip-flops.
-    """
-
-    def __init__(self, n, depth, width, sync_read):
-        self.n, self.depth, self.width, self.sync_read = n, depth, width, sync_read
-        aw = (depth - 1).bit_length()
-        super().__init__({"d": In(n), "q": Out(n), "we": In(1), "waddr": In(aw),
-                          "wdata": In(width), "raddr": In(aw), "rdata": Out(width)})
-
-    def elaborate(self, platform):
-        m = Module()
-        reg = Signal(self.n)
-        m.d.sync += reg.eq(self.d)
-        m.d.comb += self.q.eq(reg)
-        m.submodules.mem = mem = memory.Memory(shape=self.width, depth=self.depth, init=[])
-        wr = mem.write_port()
-        rd = mem.read_port(domain="sync" if self.sync_read else "comb")
-        m.d.comb += [wr.en.eq(self.we), wr.addr.eq(self.waddr), wr.data.eq(self.wdata),
-                     rd.addr.eq(self.raddr), self.rdata.eq(rd.data)]
-        return m
-
-
-def _verilog(n, depth, width, sync_read):
-    return verilog.convert(RegisterAndMemory(n, depth, width, sync_read), name="cost_probe",
-                           emit_src=False)
 
 
 @pytest.mark.slow      # nextpnr's first call compiles its WebAssembly: 90 s in a fresh suite
@@ -73,14 +38,14 @@ def test_block_ram_memory_bits(tmp_path):
     """A 256 x 16 synchronous-read memory is 4096 bits: one iCE40 SB_RAM40_4K, and its read
     register is the RAM's, so only the 3-bit register is flip-flops in the generic count."""
     r = synthesise(_verilog(3, 256, 16, sync_read=True), "cost_probe", root=tmp_path,
-                   ice40=True)
+                   fpga=True)
     assert r["generic"]["memory_bits"] == 4096 and r["generic"]["flip_flops"] == 3
     assert r["ice40"]["brams"] == 1
 
 
 @pytest.mark.slow      # Yosys's first call compiles its WebAssembly: 75 s in a fresh suite
 def test_generic_only(tmp_path):
-    r = synthesise(_verilog(7, 4, 2, sync_read=False), "cost_probe", root=tmp_path, ice40=False)
+    r = synthesise(_verilog(7, 4, 2, sync_read=False), "cost_probe", root=tmp_path, fpga=False)
     assert r["ice40"] is None
     assert r["generic"]["flip_flops"] == 7 and r["generic"]["memory_bits"] == 8
 
@@ -94,7 +59,7 @@ def test_top_ports_and_wrapper():
     ansi = "module a(input clk, input [7:0] x, y, output reg [3:0] z);\nendmodule\n"
     assert top_ports(ansi, "a") == [("input", "clk", 1), ("input", "x", 8), ("input", "y", 8),
                                     ("output", "z", 4)]
-    wrapper = ice40_wrapper(text, "cost_probe")
+    wrapper = port_wrapper(text, "cost_probe")
     assert "reg [13:0] in_sr" in wrapper   # 6 + 1 + 2 + 3 + 2 input bits besides clk and rst
     assert "reg [8:0] out_r" in wrapper    # 6 + 3 output bits
     assert ".clk(clk)" in wrapper and ".rst(rst)" in wrapper
