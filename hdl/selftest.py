@@ -23,12 +23,14 @@ or ``failed`` until ``rerun`` rises, which starts the test again.
 
 import dataclasses
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .config import FIELD_ADDR_BITS
 from .host import TARGET_BUFFER, HostCmd, HostRsp
 from .network import Network
+from .ops import add_narrow, eq_const, is_zero, lt_const, select_word
 from .uart import UARTTransmitter
 
 __all__ = ["SelfTestRun", "SelfTestProgram", "SelfTest", "SelfTestSystem", "STATUS",
@@ -149,7 +151,9 @@ class SelfTest(wiring.Component):
     ------
     ValueError
         If the program has no run, a name is not printable ASCII without spaces, a table
-        command names a node out of range, or the seeds do not match the nodes and lanes.
+        command names a node out of range, the seeds do not match the nodes and lanes, or the
+        float exponents' base is not a multiple of 2^bits (the hardware puts the random bits
+        below it).
     """
 
     def __init__(self, program, config, num_nodes):
@@ -165,6 +169,10 @@ class SelfTest(wiring.Component):
                                  f"{num_nodes}")
         if len(program.seeds) != num_nodes or any(len(s) != lanes for s in program.seeds):
             raise ValueError(f"seeds must be {num_nodes} x {lanes}")
+        base, bits = program.float_exponents
+        if base & ((1 << bits) - 1) or not 0 < base + (1 << bits) <= 255:
+            raise ValueError(f"float_exponents {program.float_exponents}: the base must be a "
+                             f"multiple of 2^{bits} and base + 2^{bits} at most 255")
         self.program, self.config, self.num_nodes = program, config, num_nodes
         fw = config.flit_width
         super().__init__({
@@ -187,8 +195,8 @@ class SelfTest(wiring.Component):
         """The element bits of a random word (``golden_model.selftest.element_bits``)."""
         if self.program.dtype == "int32":
             return word
-        base, bits = self.program.float_exponents
-        f32 = Cat(word[:23], (base + word[23:23 + bits])[:8], word[31])
+        base, bits = self.program.float_exponents     # base's low `bits` bits are 0 (checked)
+        f32 = Cat(word[:23], word[23:23 + bits], Const(base >> bits, 8 - bits), word[31])
         return f32 if self.program.dtype == "float32" else f32[16:]
 
     def _rom(self, m, name, shape, words):
@@ -204,21 +212,18 @@ class SelfTest(wiring.Component):
         lanes, ew, fw = cfg.elems_per_flit, cfg.elem_width, cfg.flit_width
         runs = prog.runs
         cmd_layout = HostCmd(fw)
-
-        # ROM of table commands: node in the top bits.
         node_bits = max(1, (n - 1).bit_length())
         cmd_bits = cmd_layout.size
+
+        # ROM of table commands: node in the top bits.
         entries, starts = [], []
         for run in runs:
             starts.append(len(entries))
             entries += [(u << cmd_bits) | w for u, w in run.table_commands]
         starts.append(len(entries))
         table_rom = self._rom(m, "table_rom", unsigned(cmd_bits + node_bits), entries or [0])
-        t_idx = Signal(range(len(entries) + 1))
-        t_next = Signal.like(t_idx)
-        m.d.comb += [t_next.eq(t_idx), table_rom.addr.eq(t_next)]
-        m.d.sync += t_idx.eq(t_next)
-        t_cmd = cmd_layout(table_rom.data[:cmd_bits])
+        t_idx, t_next = self._walker(m, table_rom, len(entries) + 1)
+        t_cmd = table_rom.data[:cmd_bits]
         t_node = table_rom.data[cmd_bits:]
 
         # ROM of report tokens: one line per run, then the final line.
@@ -232,27 +237,21 @@ class SelfTest(wiring.Component):
         token_words = [_Token.const({"value": v, "kind": k, "last": i in ends}).as_value().value
                        for i, (k, v) in enumerate(tokens)]
         token_rom = self._rom(m, "token_rom", unsigned(_Token.as_shape().size), token_words)
-        p_idx = Signal(range(len(tokens)))
-        p_next = Signal.like(p_idx)
-        m.d.comb += [p_next.eq(p_idx), token_rom.addr.eq(p_next)]
-        m.d.sync += p_idx.eq(p_next)
+        p_idx, p_next = self._walker(m, token_rom, len(tokens))
         token = _Token(token_rom.data)
 
         # Per-run constants in a ROM read at run_next, so its data is the current run's (a
         # ROM rather than a multiplexer of constants: in a 4-state simulator a combinational
         # block whose inputs never change is never evaluated and stays X).
-        run = Signal(range(len(runs)))
-        run_next = Signal.like(run)
-        m.d.comb += run_next.eq(run)
-        m.d.sync += run.eq(run_next)
         run_layout = data.StructLayout({"t_end": t_idx.shape(), "timeout": 32,
                                         "line": p_idx.shape()})
         run_words = [run_layout.const({"t_end": starts[i + 1], "timeout": r.timeout_cycles,
                                        "line": line_starts[i]}).as_value().value
                      for i, r in enumerate(runs)]
         run_rom = self._rom(m, "run_rom", unsigned(run_layout.size), run_words)
-        m.d.comb += run_rom.addr.eq(run_next)
+        run, run_next = self._walker(m, run_rom, len(runs))
         this_run = run_layout(run_rom.data)
+        last_run = eq_const(run, len(runs) - 1)
 
         # The fill: every node at once, each from its own generators (reset to their seeds
         # before each fill), each at the pace of its own host port.
@@ -267,19 +266,27 @@ class SelfTest(wiring.Component):
         def step(generators):
             return [g.eq(self._xorshift(g)) for row in generators for g in row]
 
+        node = Signal(range(n))
         if int32:
             chk = [[Signal(32, name=f"chk{v}_{k}") for k in range(lanes)] for v in range(n)]
-            chk_next = [[self._xorshift(g) for g in row] for row in chk]
-            expected = Cat(*(sum(chk_next[v][k] for v in range(n))[:32] for k in range(lanes)))
+            expected = []
+            for k in range(lanes):
+                total = self._xorshift(chk[0][k])
+                for v in range(1, n):
+                    total = add_narrow(total, self._xorshift(chk[v][k]))
+                expected.append(total)
+            expected = Cat(*expected)
         else:
-            csum_rom = self._rom(m, "checksum_rom", unsigned(32),
-                                 [c for r in runs for c in r.checksums])
+            # checksums by (run, node): address Cat(node, run), unused slots 0
+            words = [0] * (len(runs) << node_bits)
+            for i, r in enumerate(runs):
+                for u, c in enumerate(r.checksums):
+                    words[(i << node_bits) | u] = c
+            csum_rom = self._rom(m, "checksum_rom", unsigned(32), words)
+            m.d.comb += csum_rom.addr.eq(Cat(node, run))
 
-        node = Signal(range(n))
         flit = Signal(range(prog.flits + 1))        # reads issued to this node
         got = Signal(range(prog.flits + 1))         # responses received from this node
-        if not int32:
-            m.d.comb += csum_rom.addr.eq(run * n + node)
         csum = Signal(32)
         errors = Signal(16)
         status = Signal(2)
@@ -294,151 +301,163 @@ class SelfTest(wiring.Component):
         m.d.sync += rerun_prev.eq(self.rerun)
         rerun_edge = self.rerun & ~rerun_prev
 
-        rsp = Array(self.host_rsp)[node]
+        rsp_valid = select_word(Cat(*(r.valid for r in self.host_rsp)), node, 1, n)
+        rsp_data = select_word(Cat(*(r.payload.data for r in self.host_rsp)), node, fw, n)
         for r in self.host_rsp:
             m.d.comb += r.ready.eq(1)
-        read_cmd = Signal(cmd_layout)
-        m.d.comb += [read_cmd.write.eq(0), read_cmd.target.eq(TARGET_BUFFER),
-                     read_cmd.addr.eq(flit)]
+
+        def host_cmd(write, addr, payload=None):
+            """A buffer command word (``HostCmd`` field order: write, target, engine, addr,
+            data)."""
+            return Cat(Const(write, 1), Const(TARGET_BUFFER, 1), Const(0, 4), addr,
+                       Const(0, FIELD_ADDR_BITS - len(addr)),
+                       Const(0, fw) if payload is None else payload)
 
         def drive(u, payload):
             for v, hc in enumerate(self.host_cmd):
-                with m.If(u == v):
+                with m.If(eq_const(u, v)):
                     m.d.comb += [hc.valid.eq(1), hc.payload.eq(payload)]
-            return Array(hc.ready for hc in self.host_cmd)[u]
+            return select_word(Cat(*(hc.ready for hc in self.host_cmd)), u, 1, n)
 
         def fill():
             """Drive every node's buffer writes; returns 'all nodes filled'."""
+            done = []
             for v, hc in enumerate(self.host_cmd):
-                cmd = Signal(cmd_layout, name=f"fill{v}")
-                m.d.comb += [cmd.write.eq(1), cmd.target.eq(TARGET_BUFFER),
-                             cmd.addr.eq(filled[v]),
-                             cmd.data.eq(Cat(*(self._element(self._xorshift(g))[:ew]
-                                               for g in gen[v])))]
-                with m.If(filled[v] != prog.flits):
-                    m.d.comb += [hc.valid.eq(1), hc.payload.eq(cmd)]
+                payload = Cat(*(self._element(self._xorshift(g))[:ew] for g in gen[v]))
+                full = eq_const(filled[v], prog.flits)
+                done.append(full)
+                with m.If(~full):
+                    m.d.comb += [hc.valid.eq(1), hc.payload.eq(host_cmd(1, filled[v], payload))]
                     with m.If(hc.ready):
                         m.d.sync += [filled[v].eq(filled[v] + 1), *step([gen[v]])]
-            return Cat(*(f == prog.flits for f in filled)).all()
+            return Cat(*done).all()
 
-        with m.FSM(name="selftest"):
-            with m.State("BEGIN"):
-                m.d.comb += [self.busy.eq(1), t_next.eq(0), run_next.eq(0)]
-                m.d.sync += failed_any.eq(0)
-                m.next = "TABLES"
-            with m.State("TABLES"):
-                m.d.comb += self.busy.eq(1)
-                with m.If(t_idx == this_run.t_end):
-                    m.d.sync += [*seed(gen), *(f.eq(0) for f in filled)]
-                    m.next = "FILL"
-                with m.Else():
-                    with m.If(drive(t_node, t_cmd)):
-                        m.d.comb += t_next.eq(t_idx + 1)
-            with m.State("FILL"):
-                m.d.comb += self.busy.eq(1)
-                with m.If(fill()):
-                    m.next = "START"
-            with m.State("START"):
-                m.d.comb += [self.busy.eq(1), self.start.eq(1)]
-                m.d.sync += [timer.eq(0), errors.eq(0), status.eq(_PASS)]
-                m.next = "RUN"
-            with m.State("RUN"):
-                m.d.comb += self.busy.eq(1)
-                m.d.sync += timer.eq(timer + 1)
-                with m.If(self.error):
-                    m.d.sync += [status.eq(_NERR), cycles.eq(self.cycles)]
-                    m.next = "REPORT_BEGIN"
-                with m.Elif(self.done):
-                    m.d.sync += [cycles.eq(self.cycles), node.eq(0), flit.eq(0), got.eq(0),
-                                 csum.eq(0)]
+        state = Signal(range(len(_STATES)))
+        S = {name: i for i, name in enumerate(_STATES)}
+
+        def goto(name):
+            m.d.sync += state.eq(S[name])
+
+        with m.If(eq_const(state, S["BEGIN"])):
+            m.d.comb += [self.busy.eq(1), t_next.eq(0), run_next.eq(0)]
+            m.d.sync += failed_any.eq(0)
+            goto("TABLES")
+        with m.Elif(eq_const(state, S["TABLES"])):
+            m.d.comb += self.busy.eq(1)
+            with m.If(t_idx == this_run.t_end):
+                m.d.sync += [*seed(gen), *(f.eq(0) for f in filled)]
+                goto("FILL")
+            with m.Else():
+                with m.If(drive(t_node, t_cmd)):
+                    m.d.comb += t_next.eq(t_idx + 1)
+        with m.Elif(eq_const(state, S["FILL"])):
+            m.d.comb += self.busy.eq(1)
+            with m.If(fill()):
+                goto("START")
+        with m.Elif(eq_const(state, S["START"])):
+            m.d.comb += [self.busy.eq(1), self.start.eq(1)]
+            m.d.sync += [timer.eq(0), errors.eq(0), status.eq(_PASS)]
+            goto("RUN")
+        with m.Elif(eq_const(state, S["RUN"])):
+            m.d.comb += self.busy.eq(1)
+            m.d.sync += timer.eq(timer + 1)
+            with m.If(self.error):
+                m.d.sync += [status.eq(_NERR), cycles.eq(self.cycles)]
+                goto("REPORT_BEGIN")
+            with m.Elif(self.done):
+                m.d.sync += [cycles.eq(self.cycles), node.eq(0), flit.eq(0), got.eq(0),
+                             csum.eq(0)]
+                if int32:
+                    m.d.sync += seed(chk)
+                goto("CHECK")
+            with m.Elif(timer == this_run.timeout):
+                m.d.sync += [status.eq(_TIME), cycles.eq(self.cycles)]
+                goto("REPORT_BEGIN")
+        with m.Elif(eq_const(state, S["CHECK"])):
+            m.d.comb += self.busy.eq(1)
+            with m.If(~eq_const(flit, prog.flits)):
+                with m.If(drive(node, host_cmd(0, flit))):
+                    m.d.sync += flit.eq(flit + 1)
+            with m.If(rsp_valid):
+                c = csum
+                for k in range(lanes):
+                    c = Cat(c[31], c[:31]) ^ rsp_data[k * ew:(k + 1) * ew]
+                m.d.sync += [csum.eq(c), got.eq(got + 1)]
+                last_flit = eq_const(got, prog.flits - 1)
+                bad = Signal()
+                if int32:
+                    m.d.comb += bad.eq(rsp_data != expected)
+                    m.d.sync += step(chk)
+                else:
+                    m.d.comb += bad.eq(last_flit & (c != csum_rom.data))
+                with m.If(bad & ~eq_const(errors, 0xFFFF)):
+                    m.d.sync += errors.eq(errors + 1)
+                with m.If(last_flit):
+                    m.d.sync += [got.eq(0), flit.eq(0), csum.eq(0)]
                     if int32:
                         m.d.sync += seed(chk)
-                    m.next = "CHECK"
-                with m.Elif(timer == this_run.timeout):
-                    m.d.sync += [status.eq(_TIME), cycles.eq(self.cycles)]
-                    m.next = "REPORT_BEGIN"
-            with m.State("CHECK"):
-                m.d.comb += self.busy.eq(1)
-                with m.If(flit != prog.flits):
-                    with m.If(drive(node, read_cmd)):
-                        m.d.sync += flit.eq(flit + 1)
-                with m.If(rsp.valid):
-                    word = rsp.payload.data
-                    c = csum
-                    for k in range(lanes):
-                        c = Cat(c[31], c[:31]) ^ word[k * ew:(k + 1) * ew]
-                    m.d.sync += [csum.eq(c), got.eq(got + 1)]
-                    bad = Signal()
-                    if int32:
-                        m.d.comb += bad.eq(word != expected)
-                        m.d.sync += step(chk)
-                    else:
-                        m.d.comb += bad.eq((got == prog.flits - 1) & (c != csum_rom.data))
-                    with m.If(bad & (errors != 0xFFFF)):
-                        m.d.sync += errors.eq(errors + 1)
-                    with m.If(got == prog.flits - 1):
-                        m.d.sync += [got.eq(0), flit.eq(0), csum.eq(0)]
-                        if int32:
-                            m.d.sync += seed(chk)
-                        with m.If(node == n - 1):
-                            m.next = "REPORT_BEGIN"
-                        with m.Else():
-                            m.d.sync += node.eq(node + 1)
-            with m.State("REPORT_BEGIN"):
-                m.d.comb += [self.busy.eq(1), p_next.eq(this_run.line)]
-                with m.If((status == _PASS) & (errors != 0)):
-                    m.d.sync += status.eq(_FAIL)
-                m.next = "REPORT"
-            with m.State("REPORT"):
-                m.d.comb += self.busy.eq(1)
-                with m.If(status != _PASS):
-                    m.d.sync += failed_any.eq(1)
-                sent = self._print(m, uart, token, cycles, errors, status)
-                with m.If(sent):
-                    m.d.comb += p_next.eq(p_idx + 1)
-                    with m.If(token.last):
-                        # after a mismatch the network still runs; after a timeout or an
-                        # error it may be stuck, so nothing more is sent to it
-                        with m.If((status < _TIME) & (run != len(runs) - 1)):
-                            m.d.comb += run_next.eq(run + 1)
-                            m.next = "TABLES"
-                        with m.Else():
-                            m.d.comb += p_next.eq(line_starts[-1])
-                            m.next = "FINAL"
-            with m.State("FINAL"):
-                m.d.comb += self.busy.eq(1)
-                sent = self._print(m, uart, token, cycles, errors,
-                                   Mux(failed_any, _FAIL, _PASS))
-                with m.If(sent):
-                    m.d.comb += p_next.eq(p_idx + 1)
-                    with m.If(token.last):
-                        m.next = "END"
-            with m.State("END"):
-                m.d.comb += [self.passed.eq(~failed_any), self.failed.eq(failed_any)]
-                with m.If(rerun_edge):
-                    m.next = "BEGIN"
+                    with m.If(eq_const(node, n - 1)):
+                        goto("REPORT_BEGIN")
+                    with m.Else():
+                        m.d.sync += node.eq(node + 1)
+        with m.Elif(eq_const(state, S["REPORT_BEGIN"])):
+            m.d.comb += [self.busy.eq(1), p_next.eq(this_run.line)]
+            with m.If(eq_const(status, _PASS) & ~is_zero(errors)):
+                m.d.sync += status.eq(_FAIL)
+            goto("REPORT")
+        with m.Elif(eq_const(state, S["REPORT"])):
+            m.d.comb += self.busy.eq(1)
+            with m.If(~eq_const(status, _PASS)):
+                m.d.sync += failed_any.eq(1)
+            with m.If(self._print(m, uart, token, cycles, errors, status)):
+                m.d.comb += p_next.eq(p_idx + 1)
+                with m.If(token.last):
+                    # after a mismatch the network still runs; after a timeout or an
+                    # error it may be stuck, so nothing more is sent to it
+                    with m.If(lt_const(status, _TIME) & ~last_run):
+                        m.d.comb += run_next.eq(run + 1)
+                        goto("TABLES")
+                    with m.Else():
+                        m.d.comb += p_next.eq(line_starts[-1])
+                        goto("FINAL")
+        with m.Elif(eq_const(state, S["FINAL"])):
+            m.d.comb += self.busy.eq(1)
+            with m.If(self._print(m, uart, token, cycles, errors,
+                                  Mux(failed_any, Const(_FAIL, 2), Const(_PASS, 2)))):
+                m.d.comb += p_next.eq(p_idx + 1)
+                with m.If(token.last):
+                    goto("END")
+        with m.Else():       # END
+            m.d.comb += [self.passed.eq(~failed_any), self.failed.eq(failed_any)]
+            with m.If(rerun_edge):
+                goto("BEGIN")
         return m
+
+    def _walker(self, m, rom, size):
+        """``(idx, idx_next)`` of a ROM walked by index: the ROM reads ``idx_next`` (default
+        ``idx``), so its data is always that of ``idx``."""
+        idx = Signal(range(max(2, size)))
+        nxt = Signal.like(idx)
+        m.d.comb += [nxt.eq(idx), rom.addr.eq(nxt)]
+        m.d.sync += idx.eq(nxt)
+        return idx, nxt
 
     def _print(self, m, uart, token, cycles, errors, status):
         """Drive the UART with ``token``'s character; returns the 'taken' condition."""
-        nibble = Signal(4)
-        char = Signal(8)
-        status_chars = Array(Array(Const(ord(c), 8) for c in word) for word in STATUS)
-        with m.Switch(token.kind):
-            with m.Case(0):
-                m.d.comb += char.eq(token.value)
-            with m.Case(1):
-                m.d.comb += nibble.eq(Array(cycles.word_select(i, 4) for i in range(8))
-                                      [token.value[:3]])
-                m.d.comb += char.eq(Array(Const(ord(c), 8) for c in _HEX)[nibble])
-            with m.Case(2):
-                m.d.comb += nibble.eq(Array(errors.word_select(i, 4) for i in range(4))
-                                      [token.value[:2]])
-                m.d.comb += char.eq(Array(Const(ord(c), 8) for c in _HEX)[nibble])
-            with m.Case(3):
-                m.d.comb += char.eq(status_chars[status][token.value[:2]])
+        nibble = Mux(token.kind[0], select_word(cycles, token.value[:3], 4, CYCLE_DIGITS),
+                     select_word(errors, token.value[:2], 4, ERROR_DIGITS))
+        hex_char = select_word(Cat(*(Const(ord(c), 8) for c in _HEX)), nibble, 8, 16)
+        table = Cat(*(Const(ord(c), 8) for word in STATUS for c in word))
+        status_char = select_word(table, Cat(token.value[:2], status), 8, 16)
+        char = Mux(is_zero(token.kind), token.value,
+                   Mux(token.kind[1] & token.kind[0], status_char, hex_char))
         m.d.comb += [uart.data.valid.eq(1), uart.data.payload.eq(char)]
         return uart.data.ready
+
+
+#: The controller's states, in order (END last: the Switch's default).
+_STATES = ("BEGIN", "TABLES", "FILL", "START", "RUN", "CHECK", "REPORT_BEGIN", "REPORT",
+           "FINAL", "END")
 
 
 class SelfTestSystem(wiring.Component):

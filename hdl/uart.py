@@ -10,6 +10,8 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .ops import is_zero
+
 __all__ = ["UARTTransmitter", "uart_divisor"]
 
 
@@ -67,12 +69,12 @@ class UARTTransmitter(wiring.Component):
         frame = Signal(10, init=0x3FF)      # stop, data[7:0], start: shifted out LSB first
         bits_left = Signal(range(11))
         timer = Signal(range(self.divisor))
-        m.d.comb += [self.tx.eq(frame[0]), self.data.ready.eq(bits_left == 0)]
+        m.d.comb += [self.tx.eq(frame[0]), self.data.ready.eq(is_zero(bits_left))]
         with m.If(self.data.valid & self.data.ready):
             m.d.sync += [frame.eq(Cat(0, self.data.payload, 1)), bits_left.eq(10),
                          timer.eq(self.divisor - 1)]
-        with m.Elif(bits_left != 0):
-            with m.If(timer == 0):
+        with m.Elif(~is_zero(bits_left)):
+            with m.If(is_zero(timer)):
                 m.d.sync += [frame.eq(Cat(frame[1:], 1)), bits_left.eq(bits_left - 1),
                              timer.eq(self.divisor - 1)]
             with m.Else():

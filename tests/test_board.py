@@ -260,3 +260,16 @@ def test_a_design_too_big_for_the_part_is_refused_before_place_and_route(tmp_pat
     assert code == 2 and len(err) == 1
     assert "does not fit ecp5-25f" in err[0] and "before place and route" in err[0]
     assert not list(tmp_path.glob("*.bit"))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_lint_selftest_system(tmp_path, dtype):
+    """The board's design below its pins passes verilator --lint-only -Wall (default waivers)."""
+    from allreduce_rtl.board import selftest_system
+    from hdl.generate import to_verilog
+    from tb.toolchain import lint_verilog
+    plan = plan_board(parse_topology("ring:4"), ["multitree", "ring"], 64, dtype=dtype)
+    path = tmp_path / "selftest_system.v"
+    to_verilog(selftest_system(plan, selftest_program(plan, uart_divisor=217)), path,
+               name="selftest_system")
+    lint_verilog(path, "selftest_system")
