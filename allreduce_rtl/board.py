@@ -303,6 +303,10 @@ def build_bitstream(board_name, plan, *, root=None, fault=None):
     if not cached:
         # built beside the cache entry and renamed into it whole: an interrupted or failed
         # build never looks like a cached one
+        for stale in work.parent.glob(f"{work.name}.tmp-*"):     # of builds that died
+            pid = stale.name.rsplit("-", 1)[-1]
+            if pid.isdigit() and not _alive(int(pid)):
+                shutil.rmtree(stale, ignore_errors=True)
         tmp = work.with_name(f"{work.name}.tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         build_plan.execute_local(tmp, run_script=False)
@@ -322,6 +326,16 @@ def build_bitstream(board_name, plan, *, root=None, fault=None):
               "clock_mhz": clock_hz / 1e6, "fmax_mhz": fmax,
               "timing_met": fmax is not None and fmax >= clock_hz / 1e6}
     return result, products
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _run_plan(work, env, platform):
