@@ -27,7 +27,7 @@ from .errors import EnvironmentFailure
 
 __all__ = ["Board", "BOARDS", "BOARD_LINK_LATENCY", "SIM_UART_DIVISOR", "UART_BAUD",
            "plan_board", "check_flit_aligned", "selftest_program", "board_top",
-           "build_bitstream", "board_report", "FAULTS", "fault_context"]
+           "prepare_build", "build_bitstream", "board_report", "FAULTS"]
 
 #: Register stages per on-chip link direction.
 BOARD_LINK_LATENCY = 2
@@ -155,7 +155,7 @@ def selftest_program(plan, *, uart_divisor, fault=None):
         Cycles per UART bit.
     fault : {None, "adder-bit", "table-op"}
         A planted fault (:data:`FAULTS`; "adder-bit" is planted in the hardware by
-        :func:`selftest_system`, not here).
+        :func:`hdl.selftest.selftest_system`, not here).
 
     Raises
     ------
@@ -190,22 +190,6 @@ def selftest_program(plan, *, uart_divisor, fault=None):
         uart_divisor=uart_divisor)
 
 
-def fault_context(fault):
-    """The context in which hardware is built for ``fault`` (the stuck adder bit of
-    "adder-bit"; nothing for the others)."""
-    import contextlib  # noqa: PLC0415
-    from hdl.adders import stuck_sum_bit  # noqa: PLC0415
-    return stuck_sum_bit(0) if fault == "adder-bit" else contextlib.nullcontext()
-
-
-def selftest_system(plan, program, fault=None):
-    """The ``hdl.selftest.SelfTestSystem`` of ``plan`` running ``program`` (with ``fault``'s
-    hardware, :func:`fault_context`)."""
-    from hdl.selftest import SelfTestSystem  # noqa: PLC0415
-    with fault_context(fault):
-        return SelfTestSystem(plan.topology, plan.config, program)
-
-
 def board_top(board_name, plan, *, fault=None):
     """``(platform, top)``: the board's platform and ``hdl.board.BoardTop`` around the
     self-test system, its UART at :data:`UART_BAUD` from the board's default clock.
@@ -216,12 +200,13 @@ def board_top(board_name, plan, *, fault=None):
         On an unknown board or fault.
     """
     from hdl.board import BoardTop  # noqa: PLC0415
+    from hdl.selftest import selftest_system  # noqa: PLC0415
     from hdl.uart import uart_divisor  # noqa: PLC0415
     board = _board(board_name)
     platform = board.make_platform()
     clock_hz = platform.lookup(platform.default_clk).clock.frequency
     program = selftest_program(plan, uart_divisor=uart_divisor(clock_hz, UART_BAUD), fault=fault)
-    top = BoardTop(selftest_system(plan, program, fault), reset_button=board.reset_button,
+    top = BoardTop(selftest_system(plan.topology, plan.config, program, fault), reset_button=board.reset_button,
                    rerun_button=board.rerun_button, leds=board.leds,
                    uart_tx_enable=board.uart_tx_enable)
     return platform, top
@@ -263,6 +248,25 @@ def _tool_env():
 _NO_FIT = re.compile(r"ERROR: .*?(?:Design uses|Unable to place|not enough).*", re.I)
 
 
+def prepare_build(board_name, plan, *, fault=None):
+    """``(platform, build_plan, verilog)``: Amaranth's build plan of the board top (its digest
+    is the cache key) and the Verilog of the self-test system, both elaborated with ``fault``'s
+    hardware (``hdl.selftest.fault_context``).
+
+    Raises
+    ------
+    ConfigError
+        As :func:`board_top`.
+    """
+    from hdl.selftest import fault_context  # noqa: PLC0415
+    platform, top = board_top(board_name, plan, fault=fault)
+    with fault_context(fault):      # the NIs are elaborated here, not when constructed
+        build_plan = platform.prepare(top, name=BUILD_NAME, synth_opts=SYNTH_OPTS,
+                                      nextpnr_opts=NEXTPNR_OPTS,
+                                      script_after_synth=f"tee -q -o {STAT_FILE} stat -json")
+        return platform, build_plan, _verilog(top)
+
+
 def build_bitstream(board_name, plan, *, root=None, fault=None):
     """Build the board's bitstream (cached by the build plan's digest).
 
@@ -289,11 +293,8 @@ def build_bitstream(board_name, plan, *, root=None, fault=None):
     from tb.toolchain import build_root, toolchain_key  # noqa: PLC0415
 
     from .synth import parse_nextpnr_report  # noqa: PLC0415
-    platform, top = board_top(board_name, plan, fault=fault)
+    platform, build_plan, verilog = prepare_build(board_name, plan, fault=fault)
     env = _tool_env()
-    build_plan = platform.prepare(top, name=BUILD_NAME, synth_opts=SYNTH_OPTS,
-                                  nextpnr_opts=NEXTPNR_OPTS,
-                                  script_after_synth=f"tee -q -o {STAT_FILE} stat -json")
     work = (build_root(root) / toolchain_key() / "board"
             / f"{board_name}-{build_plan.digest(16).hex()}")
     report_path = work / f"{BUILD_NAME}.report.json"
@@ -309,7 +310,7 @@ def build_bitstream(board_name, plan, *, root=None, fault=None):
                 shutil.rmtree(stale, ignore_errors=True)
         tmp = work.with_name(f"{work.name}.tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
-        build_plan.execute_local(tmp, run_script=False)
+        build_plan.extract(tmp)
         _run_plan(tmp, env, platform)      # a failed build's folder stays, for its logs
         shutil.rmtree(work, ignore_errors=True)
         os.replace(tmp, work)
@@ -318,7 +319,7 @@ def build_bitstream(board_name, plan, *, root=None, fault=None):
     products = {f"{BUILD_NAME}{suffix}": (work / f"{BUILD_NAME}{suffix}").read_bytes()
                 for suffix in (".bit", ".svf", ".report.json", ".tim", ".rpt", ".lpf")
                 if (work / f"{BUILD_NAME}{suffix}").exists()}
-    products["selftest_system.v"] = _verilog(top).encode()
+    products["selftest_system.v"] = verilog.encode()
     result = {"board": board_name, "device": f"{platform.device}-{platform.package}",
               "bitstream": bit.name, "svf": f"{BUILD_NAME}.svf", "cached": cached,
               "seconds": round(time.monotonic() - t0, 1),

@@ -8,6 +8,7 @@ the board's entry in ``allreduce_rtl.board.BOARDS``.
 """
 
 from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Module
+from amaranth.lib import io
 from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
 
 __all__ = ["BoardTop"]
@@ -35,19 +36,25 @@ class BoardTop(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
+
+        def pin(direction, name, number=0, sub=None):
+            port = platform.request(name, number, dir="-")
+            port = getattr(port, sub) if sub else port
+            buf = io.Buffer(direction, port)
+            m.submodules[f"{name}_{number}{'_' + sub if sub else ''}"] = buf
+            return buf.i if direction == "i" else buf.o
+
         m.domains.sync = ClockDomain("sync")
-        m.d.comb += ClockSignal("sync").eq(platform.request(platform.default_clk, 0).i)
+        m.d.comb += ClockSignal("sync").eq(pin("i", platform.default_clk))
         m.submodules.system = system = self.system
         if self.reset_button is not None:
-            btn = platform.request(*self.reset_button)
-            m.submodules.reset_sync = ResetSynchronizer(btn.i, domain="sync")
+            m.submodules.reset_sync = ResetSynchronizer(pin("i", *self.reset_button),
+                                                        domain="sync")
         if self.rerun_button is not None:
-            btn = platform.request(*self.rerun_button)
-            m.submodules.rerun_sync = FFSynchronizer(btn.i, system.rerun)
-        uart = platform.request("uart", 0)
-        m.d.comb += uart.tx.o.eq(system.uart_tx)
+            m.submodules.rerun_sync = FFSynchronizer(pin("i", *self.rerun_button), system.rerun)
+        m.d.comb += pin("o", "uart", sub="tx").eq(system.uart_tx)
         if self.uart_tx_enable:
-            m.d.comb += platform.request("uart_tx_enable", 0).o.eq(1)
+            m.d.comb += pin("o", "uart_tx_enable").eq(1)
         for i in range(min(self.leds, 8)):
-            m.d.comb += platform.request("led", i).o.eq(system.leds[i])
+            m.d.comb += pin("o", "led", i).eq(system.leds[i])
         return m

@@ -21,12 +21,14 @@ After the last algorithm it prints ``selftest PASS`` or ``selftest FAIL`` and ho
 or ``failed`` until ``rerun`` rises, which starts the test again.
 """
 
+import contextlib
 import dataclasses
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .adders import stuck_sum_bit
 from .config import FIELD_ADDR_BITS
 from .host import TARGET_BUFFER, HostCmd, HostRsp
 from .network import Network
@@ -34,7 +36,7 @@ from .ops import add_narrow, eq_const, is_zero, lt_const, select_word
 from .uart import UARTTransmitter
 
 __all__ = ["SelfTestRun", "SelfTestProgram", "SelfTest", "SelfTestSystem", "STATUS",
-           "report_line", "final_line"]
+           "report_line", "final_line", "fault_context", "selftest_system"]
 
 #: The status words of a report line, by status code.
 STATUS = ("PASS", "FAIL", "TIME", "NERR")
@@ -502,3 +504,17 @@ class SelfTestSystem(wiring.Component):
         m.d.sync += heartbeat.eq(heartbeat + 1)
         m.d.comb += self.leds.eq(Cat(st.passed, st.failed, st.busy, Const(0, 4), heartbeat[-1]))
         return m
+
+
+def fault_context(fault):
+    """The context in which hardware is built (and converted) for ``fault``: bit 0 of every
+    adder's sums stuck at 1 for "adder-bit" (``hdl.adders.stuck_sum_bit``), nothing otherwise
+    (a "table-op" fault is in the program's tables, not the hardware)."""
+    return stuck_sum_bit(0) if fault == "adder-bit" else contextlib.nullcontext()
+
+
+def selftest_system(topology, config, program, fault=None):
+    """The ``SelfTestSystem`` of ``topology`` and ``config`` running ``program``, built with
+    ``fault``'s hardware (:func:`fault_context`)."""
+    with fault_context(fault):
+        return SelfTestSystem(topology, config, program)

@@ -92,10 +92,11 @@ class SelfTestBuild(SimBuild):
                 "program": dataclasses.asdict(self.program), "fault": self.fault}
 
     def generate(self):
-        from allreduce_rtl.board import fault_context, selftest_system  # noqa: PLC0415
         from hdl.generate import to_verilog  # noqa: PLC0415
-        with fault_context(self.fault):     # the NI converted by to_verilog too
-            return to_verilog(selftest_system(self.plan, self.program, self.fault), name=TOP)
+        from hdl.selftest import fault_context, selftest_system  # noqa: PLC0415
+        with fault_context(self.fault):     # the NIs are elaborated by to_verilog
+            return to_verilog(selftest_system(self.plan.topology, self.plan.config,
+                                              self.program, self.fault), name=TOP)
 
     def max_cycles(self, passes):
         """A bound on the cycles of ``passes`` passes: each run's timeout, its loads and reads

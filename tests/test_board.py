@@ -265,11 +265,24 @@ def test_a_design_too_big_for_the_part_is_refused_before_place_and_route(tmp_pat
 @pytest.mark.parametrize("dtype", ["int32", "float32"])
 def test_lint_selftest_system(tmp_path, dtype):
     """The board's design below its pins passes verilator --lint-only -Wall (default waivers)."""
-    from allreduce_rtl.board import selftest_system
+    from hdl.selftest import selftest_system
     from hdl.generate import to_verilog
     from tb.toolchain import lint_verilog
     plan = plan_board(parse_topology("ring:4"), ["multitree", "ring"], 64, dtype=dtype)
     path = tmp_path / "selftest_system.v"
-    to_verilog(selftest_system(plan, selftest_program(plan, uart_divisor=217)), path,
+    to_verilog(selftest_system(plan.topology, plan.config,
+                               selftest_program(plan, uart_divisor=217)), path,
                name="selftest_system")
     lint_verilog(path, "selftest_system")
+
+
+def test_the_bitstreams_hardware_carries_the_planted_adder_fault():
+    """A stuck adder bit changes the board's build plan (its cache key) and its Verilog: the
+    fault is in the hardware elaborated for the bitstream, not only in the simulated one."""
+    from allreduce_rtl.board import prepare_build
+    plan = plan_board(parse_topology("ring:4"), ["ring"], 64, dtype="int32")
+    _, good_plan, good_v = prepare_build("ulx3s-85f", plan)
+    _, bad_plan, bad_v = prepare_build("ulx3s-85f", plan, fault="adder-bit")
+    _, again_plan, _ = prepare_build("ulx3s-85f", plan)
+    assert good_plan.digest() == again_plan.digest()
+    assert good_plan.digest() != bad_plan.digest() and good_v != bad_v
