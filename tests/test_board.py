@@ -194,6 +194,7 @@ def _sim(tmp_path, sim, dtype, fault=None, extra=()):
 @pytest.mark.parametrize("sim, dtype", [("verilator", "int32"), ("icarus", "float32"),
                                         ("verilator", "bfloat16")])
 def test_selftest_passes_in_simulation_with_the_nis_cycles(sim, dtype, tmp_path):
+    from hdl.config import rotation_slack
     from tb.runner import HardwareBuild, RunSpec
     code, report = _sim(tmp_path, sim, dtype)
     s = report["simulation"]
@@ -207,7 +208,10 @@ def test_selftest_passes_in_simulation_with_the_nis_cycles(sim, dtype, tmp_path)
     results = build.run([RunSpec(r.name, r.lowered, vec, r.expected_cycles) for r in plan.runs])
     for line, res, planned in zip(s["runs"], results, plan.runs):
         assert res.ok and line["cycles"] == res.cycles
+        # the timing model leaves out the buffer's bank rotation and the arrival counters'
+        # loads; the RTL lies between it and that much more (as in every hardware test)
         assert line["model_cycles"] == planned.expected_cycles <= res.cycles
+        assert res.cycles <= planned.expected_cycles + rotation_slack(plan.config, planned.lowered)
         assert np.array_equal(res.outputs, execute(planned.schedule, vec, dtype))
 
 
