@@ -44,22 +44,21 @@ FAULTS = ("adder-bit", "table-op")
 
 @dataclasses.dataclass(frozen=True)
 class Board:
-    """An amaranth-boards platform and the resources the board top uses.
+    """An amaranth-boards platform and the resources the board top uses (``hdl.board.BoardTop``).
 
     Attributes
     ----------
     module, platform : str
         ``amaranth_boards.<module>.<platform>``.
     reset_button, rerun_button : tuple of (str, int) or None
-    leds : int
-    uart_tx_enable : bool
+    leds : tuple of (int, str, int, str or None)
+        ``(self-test LED bit, resource, number, subsignal)``.
     """
     module: str
     platform: str
     reset_button: tuple | None
     rerun_button: tuple | None
-    leds: int
-    uart_tx_enable: bool = False
+    leds: tuple
 
     def make_platform(self):
         """A new platform object (amaranth-boards)."""
@@ -67,14 +66,27 @@ class Board:
                        self.platform)()
 
 
-def _ulx3s(size):
-    return Board("ulx3s", f"ULX3S_{size}F_Platform", ("button_fire", 1), ("button_fire", 0), 8)
+#: The network's clock: a board's own clock up to this, else a PLL's output at this (the
+#: default ring:4 self-test reaches 35 MHz on an 85F, docs/board.md).
+NETWORK_CLOCK_HZ = 25_000_000
 
+_EIGHT_LEDS = tuple((i, "led", i, None) for i in range(8))
 
-#: Boards ``--board`` accepts: the ULX3S (25 MHz clock; reset FIRE2, rerun FIRE1, 8 LEDs, the
-#: FTDI UART). Not yet: the ECPIX-5 (its 100 MHz clock is above the network's fmax and needs a
-#: PLL) and the OrangeCrab (no UART pins).
-BOARDS = {f"ulx3s-{s}f": _ulx3s(s) for s in (25, 45, 85)}
+#: Boards ``--board`` accepts (docs/board.md "Boards"): the ULX3S (25 MHz; reset FIRE2, rerun
+#: FIRE1, 8 LEDs, the FTDI UART), the ECPIX-5 85F (100 MHz through a PLL to 25 MHz; reset its
+#: button, RGB LED 0 green passed / red failed, LED 1 blue busy, LED 3 green heartbeat) and
+#: Lattice's ECP5-5G evaluation board (12 MHz; reset its reset button, rerun button 0, 8
+#: LEDs). The OrangeCrab has no UART pins.
+BOARDS = {
+    **{f"ulx3s-{s}f": Board("ulx3s", f"ULX3S_{s}F_Platform", ("button_fire", 1),
+                            ("button_fire", 0), _EIGHT_LEDS)
+       for s in (25, 45, 85)},
+    "ecpix5-85f": Board("ecpix5", "ECPIX585Platform", ("rst", 0), None,
+                        ((0, "rgb_led", 0, "g"), (1, "rgb_led", 0, "r"), (2, "rgb_led", 1, "b"),
+                         (7, "rgb_led", 3, "g"))),
+    "ecp5-5g-evn": Board("ecp5_5g_evn", "ECP55GEVNPlatform", ("rst", 0), ("button", 0),
+                         _EIGHT_LEDS),
+}
 
 
 def _board(name):
@@ -190,26 +202,37 @@ def selftest_program(plan, *, uart_divisor, fault=None):
         uart_divisor=uart_divisor)
 
 
+def _board_clock_hz(platform):
+    return platform.lookup(platform.default_clk).clock.frequency
+
+
+def network_clock_hz(platform):
+    """The network's clock on ``platform`` (Hz): the board's clock, at most
+    :data:`NETWORK_CLOCK_HZ`."""
+    return min(_board_clock_hz(platform), NETWORK_CLOCK_HZ)
+
+
 def board_top(board_name, plan, *, fault=None):
     """``(platform, top)``: the board's platform and ``hdl.board.BoardTop`` around the
-    self-test system, its UART at :data:`UART_BAUD` from the board's default clock.
+    self-test system, clocked at :func:`network_clock_hz` (through a PLL where that is not the
+    board's clock), its UART at :data:`UART_BAUD`.
 
     Raises
     ------
     ConfigError
         On an unknown board or fault.
     """
-    from hdl.board import BoardTop  # noqa: PLC0415
+    from hdl.board import BoardTop, ecp5_pll  # noqa: PLC0415
     from hdl.selftest import selftest_system  # noqa: PLC0415
     from hdl.uart import uart_divisor  # noqa: PLC0415
     board = _board(board_name)
     platform = board.make_platform()
-    clock_hz = platform.lookup(platform.default_clk).clock.frequency
+    board_hz, clock_hz = _board_clock_hz(platform), network_clock_hz(platform)
+    pll = ecp5_pll(board_hz, clock_hz) if clock_hz != board_hz else None
     program = selftest_program(plan, uart_divisor=uart_divisor(clock_hz, UART_BAUD), fault=fault)
     top = BoardTop(selftest_system(plan.topology, plan.config, program, fault),
                    reset_button=board.reset_button, rerun_button=board.rerun_button,
-                   leds=board.leds,
-                   uart_tx_enable=board.uart_tx_enable)
+                   leds=board.leds, pll=pll)
     return platform, top
 
 
@@ -277,7 +300,8 @@ def build_bitstream(board_name, plan, *, root=None, fault=None):
         The result: ``board``, ``device``, ``bitstream`` and ``svf`` (file names),
         ``cached``, ``seconds``, ``utilisation`` ({resource: {used, available}} from nextpnr's
         report: TRELLIS_COMB (LUT4s), TRELLIS_FF, DP16KD, MULT18X18D, ...), ``clock_mhz`` (the
-        board clock), ``fmax_mhz`` (nextpnr's achieved fmax of the sync clock),
+        network's clock, :func:`network_clock_hz`), ``fmax_mhz`` (nextpnr's achieved fmax of
+        the clock with the least margin, the network's),
         ``timing_met``; and the products to write, {file name: bytes}: the bitstream (``.bit``,
         ``.svf``), nextpnr's report and log, Yosys's log, the constraints and the Verilog of
         the self-test system (``selftest_system.v``, what the simulations run).
@@ -315,8 +339,13 @@ def build_bitstream(board_name, plan, *, root=None, fault=None):
         _run_plan(tmp, env, platform)      # a failed build's folder stays, for its logs
         shutil.rmtree(work, ignore_errors=True)
         os.replace(tmp, work)
-    fmax, util = parse_nextpnr_report(json.loads(report_path.read_text()))
-    clock_hz = platform.lookup(platform.default_clk).clock.frequency
+    report = json.loads(report_path.read_text())
+    _, util = parse_nextpnr_report(report)
+    # every clock nextpnr timed (the network's, and the board's where a PLL divides it)
+    worst = min(report.get("fmax", {}).values(), default=None,
+                key=lambda c: c["achieved"] / c["constraint"])
+    fmax = round(worst["achieved"], 2) if worst else None
+    clock_hz = network_clock_hz(platform)
     products = {f"{BUILD_NAME}{suffix}": (work / f"{BUILD_NAME}{suffix}").read_bytes()
                 for suffix in (".bit", ".svf", ".report.json", ".tim", ".rpt", ".lpf")
                 if (work / f"{BUILD_NAME}{suffix}").exists()}

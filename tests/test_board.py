@@ -290,3 +290,37 @@ def test_the_bitstreams_hardware_carries_the_planted_adder_fault():
     _, again_plan, _ = prepare_build("ulx3s-85f", plan)
     assert good_plan.digest() == again_plan.digest()
     assert good_plan.digest() != bad_plan.digest() and good_v != bad_v
+
+
+@pytest.mark.parametrize("f_in, f_out", [(100e6, 25e6), (12e6, 24e6), (30e6, 20e6),
+                                         (48e6, 24e6), (25e6, 40e6)])
+def test_ecp5_pll_makes_the_frequency_exactly_within_the_data_sheets_ranges(f_in, f_out):
+    from fractions import Fraction
+    from hdl.board import PLL_PFD, PLL_VCO, ecp5_pll
+    pll = ecp5_pll(f_in, f_out)
+    assert Fraction(f_in) * pll.clkfb_div / pll.clki_div == Fraction(f_out)
+    assert PLL_VCO[0] <= pll.f_vco_hz <= PLL_VCO[1]
+    assert PLL_PFD[0] <= f_in / pll.clki_div <= PLL_PFD[1]
+
+
+@pytest.mark.parametrize("f_in, f_out", [
+    (100e6, 33.333e6),      # 33,333 / 100,000: dividers above 128
+    (12e6, 25e6),           # 25 / 12: the phase detector at 1 MHz at most, below 3.125
+    (4e6, 25e6), (100e6, 2e6)])     # f_IN, f_OUT below their ranges
+def test_ecp5_pll_refuses_what_no_setting_makes(f_in, f_out):
+    from hdl.board import ecp5_pll
+    with pytest.raises(ValueError, match="no ECP5 PLL setting"):
+        ecp5_pll(f_in, f_out)
+
+
+def test_a_board_faster_than_the_network_gets_a_pll_and_the_uart_the_networks_clock():
+    from allreduce_rtl.board import NETWORK_CLOCK_HZ, board_top
+    from hdl.uart import uart_divisor
+    plan = plan_board(parse_topology("ring:4"), ["ring"], 64, dtype="int32")
+    for name in BOARDS:
+        platform, top = board_top(name, plan)
+        board_hz = platform.lookup(platform.default_clk).clock.frequency
+        assert (top.pll is None) == (board_hz <= NETWORK_CLOCK_HZ), name
+        network_hz = top.pll.f_out_hz if top.pll else board_hz
+        assert network_hz == min(board_hz, NETWORK_CLOCK_HZ)
+        assert top.system.selftest.program.uart_divisor == uart_divisor(network_hz, 115_200)
