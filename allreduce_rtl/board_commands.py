@@ -90,7 +90,7 @@ def cmd_board(args):
         report["build"] = result
         files.update({out / name: data for name, data in products.items()})
         ok = result["timing_met"]
-        failure = (f"timing not met: fmax {result['fmax_mhz']} MHz below the board clock "
+        failure = (f"timing not met: fmax {result['fmax_mhz']} MHz below the network's clock "
                    f"{result['clock_mhz']:g} MHz (bitstream written, marked as failing timing)")
     files[out / "report.json"] = json.dumps(report, indent=1) + "\n"
     atomic_write_many(files)
@@ -125,7 +125,7 @@ def _text(report, out):
         util = ", ".join(f"{k} {v['used']:,}/{v['available']:,}"
                          for k, v in b["utilisation"].items() if v["used"])
         lines.append(f"  {b['device']}: {util}")
-        lines.append(f"  fmax {b['fmax_mhz']} MHz at a {b['clock_mhz']:g} MHz board clock: "
+        lines.append(f"  fmax {b['fmax_mhz']} MHz at a {b['clock_mhz']:g} MHz network clock: "
                      f"timing {'met' if b['timing_met'] else 'NOT met'}"
                      f"{' (cached build)' if b['cached'] else ''}")
         lines.append(f"  bitstream {b['bitstream']}")
