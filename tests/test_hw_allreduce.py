@@ -16,7 +16,7 @@ builds are cached in this process (``_build``) and on disk (``tb.build``, under 
 shared by pytest-xdist workers). The NI configuration is deliberately tight (receive FIFOs of 8 flits,
 sub-messages of 4 flits, link latency 4) so that flow control throttles the links.
 
-torus:8x8 multitree is marked slow (``pytest -m slow``).
+torus:8x8 (MultiTree and multitree-opt) is marked slow (``pytest -m slow``).
 """
 
 import dataclasses
@@ -157,6 +157,15 @@ def _case(sim, topology, flow_control, algorithm, dtype, slow):
 def test_allreduce(sim, topology, flow_control, algorithm, dtype, record_property):
     _run_planned(sim, test_plan(topology, flow_control, dtype=dtype), algorithm,
                  record_property)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ["multitree", "multitree-opt"])
+@pytest.mark.parametrize("sim", SIMULATORS)
+def test_allreduce_torus_8x8(sim, algorithm, record_property):
+    """The paper's 64-node torus in RTL (float32, message flow control): every node bit for
+    bit and the cycles within the model's bounds."""
+    _run_planned(sim, test_plan("torus:8x8", "message", large=16), algorithm, record_property)
 
 
 # --------------------------------------------------------------------------------------------
