@@ -7,9 +7,11 @@ logic through XOR with a full-width constant (folded into bit inversions), an ad
 a constant whose top bit is set, reductions and multiplexer trees, which print width-exact. Use them instead of ``==``/``<`` with a constant.
 """
 
-from amaranth.hdl import Cat, Const, Mux, Value
+from amaranth.hdl import Cat, Const, Mux, Signal, Value
+from amaranth.utils import ceil_log2
 
-__all__ = ["eq_const", "lt_const", "ge_const", "is_zero", "select_word", "add_narrow"]
+__all__ = ["eq_const", "lt_const", "ge_const", "is_zero", "select_word", "add_narrow",
+           "lt_unsigned", "shl_bounded", "first_set"]
 
 
 def eq_const(value, k):
@@ -77,3 +79,41 @@ def select_word(vector, index, width, count):
         return Mux(index[level:].any(), Const(0, width), words[0])
     return words[0]
 
+
+
+def lt_unsigned(a, b):
+    """``a < b`` for unsigned values of any widths, written with equal-width operands (Amaranth
+    prints zero extension as a plain operand, which Verilator reports as WIDTHEXPAND)."""
+    a, b = Value.cast(a), Value.cast(b)
+    if len(a) > len(b):
+        return ~a[len(b):].any() & (a[:len(b)] < b)
+    if len(b) > len(a):
+        return b[len(a):].any() | (a < b[:len(a)])
+    return a < b
+
+
+def shl_bounded(value, amount, width, max_amount):
+    """``(value << amount)[:width]`` for ``amount <= max_amount``, as a multiplexer over the
+    constant shifts (Verilog ``<<`` of a variable amount widens its operand)."""
+    value = Value.cast(value)
+    expr = Const(0, width)
+    for k in reversed(range(max_amount + 1)):
+        shifted = Cat(Const(0, k), value)[:width] if k else value
+        if len(shifted) < width:
+            shifted = Cat(shifted, Const(0, width - len(shifted)))
+        expr = Mux(eq_const(amount, k), shifted, expr)
+    return expr
+
+
+def first_set(m, bits, name):
+    """``(any, index)`` of the lowest set bit of a list of 1-bit values, as two combinational
+    signals named after ``name`` added to module ``m`` (index 0 when none is set)."""
+    width = max(1, ceil_log2(len(bits)))
+    index = Signal(width, name=f"{name}_index")
+    any_ = Signal(name=f"{name}_any")
+    m.d.comb += any_.eq(Cat(*bits).any())
+    expr = Const(0, width)
+    for i in reversed(range(len(bits))):
+        expr = Mux(bits[i], Const(i, width), expr)
+    m.d.comb += index.eq(expr)
+    return any_, index

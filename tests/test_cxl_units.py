@@ -22,14 +22,18 @@ SMALL = CXLMemConfig(num_lines=64, num_banks=4, req_credits=3, rwd_credits=4, ho
                      default_timeout=64)
 
 
-def run_host(config, host, *, max_cycles=20000, phases=None):
+def run_host(config, host, *, max_cycles=20000, phases=None, at=None):
     """Run ``host`` on a fresh controller in amaranth.sim until its script is done (then run
-    each callable of ``phases``, which may queue more, and continue)."""
+    each callable of ``phases``, which may queue more, and continue); ``at`` maps a cycle to a
+    callable run before that cycle's inputs are driven."""
     dut = CXLMemController(config)
     phases = list(phases or [])
+    at = dict(at or {})
 
     async def bench(ctx):
-        for _ in range(max_cycles):
+        for cycle in range(max_cycles):
+            if cycle in at:
+                at.pop(cycle)()
             inp = host.drive()
             ctx.set(dut.req.valid, inp.req_valid)
             ctx.set(dut.req.payload.as_value(), inp.req_payload)
@@ -146,6 +150,80 @@ def test_write_read_partial_and_read_after_write():
     assert reads[1].data == line_a | 0xFF | (0xFF << 8 * 63)
     assert reads[2].data == 0
     assert [r.opcode for m, r in host.answers if r.channel == "ndr"] == [NDROp.Cmp] * 3
+
+
+@pytest.mark.parametrize("byte", [0, 63])
+@pytest.mark.parametrize("accumulate", [False, True], ids=["write", "accumulate"])
+def test_a_partial_write_of_one_byte_at_either_end_of_a_line(byte, accumulate):
+    """MemWrPtl with one enabled byte, alone: only that byte changes (an accumulate adds the
+    whole int32 element and keeps its enabled byte; numpy computes the expected line)."""
+    rng = np.random.default_rng(byte)
+    old = rng.integers(-2**31, 2**31, 16, dtype=np.int64).astype(np.int32)
+    new = rng.integers(-2**31, 2**31, 16, dtype=np.int64).astype(np.int32)
+    old[0], new[0], old[15], new[15] = 0x0000_00FF, 1, 0x7FFF_FFFF, 0x0100_0000  # carries
+    host = Host(SMALL, seed=byte)
+    if accumulate:     # line 40 is a one-line group for two contributions: old, then new
+        scenarios.program_window(host, base=40, shift=0, groups=1, contrib=2)
+    host.rwd(RwDOp.MemWr, 40, int32_to_line(old.tolist()))
+    host.rwd(RwDOp.MemWrPtl, 40, int32_to_line(new.tolist()), byte_enable=1 << byte)
+    # the channels are independent: read only once both writes are answered
+    run_host(SMALL, host, phases=[lambda: host.req(ReqOp.MemRd, 40)])
+    host.check()
+    result = (old.astype(np.uint32) + new.astype(np.uint32)).astype("<u4") if accumulate \
+        else new.astype("<u4")
+    want = old.astype("<u4").view(np.uint8).copy()
+    want[byte] = result.view(np.uint8)[byte]
+    [read] = [r for m, r in host.answers if r.channel == "drs"]
+    assert read.data == int.from_bytes(want.tobytes(), "little")
+    assert read.data != int32_to_line(old.tolist())
+
+
+def test_responses_held_not_ready_for_thousands_of_cycles_then_released():
+    """Both response channels not ready for 5,000 cycles while the host sends whenever it has
+    a credit: every credit is spent, nothing is lost or reordered, no error; then released,
+    every request completes."""
+    host = Host(SMALL, seed=21, ready_pct=0)
+    data = {line: line * 7919 + 1 for line in range(24)}
+    for line, value in data.items():
+        host.rwd(RwDOp.MemWr, line, value)
+    for line in data:
+        host.req(ReqOp.MemRd, line)
+    stalled = {}
+
+    def release():
+        stalled.update(credits=dict(host.credits), answered=len(host.answers),
+                       sent=dict(host.sent))
+        host.ready_pct = (100, 100)
+
+    run_host(SMALL, host, at={5000: release}, max_cycles=10_000)
+    host.check()
+    assert stalled["credits"] == {"req": 0, "rwd": 0} and stalled["answered"] == 0
+    assert sum(stalled["sent"].values()) < len(data) * 2
+    assert {m.addr: r.data for m, r in host.answers if r.channel == "drs"} == data
+
+
+def test_a_long_stream_of_writes_with_no_reads_runs_at_one_per_cycle():
+    """4,000 MemWr and no read with the host always ready: one write completes per cycle
+    (nothing waits for a queue to fill), and a read-back returns the last write to each
+    line."""
+    host = Host(SMALL, seed=8)
+    rng = np.random.default_rng(8)
+    last = {}
+    for k in range(4000):
+        line = int(rng.integers(0, SMALL.num_lines))
+        last[line] = k + 1
+        host.rwd(RwDOp.MemWr, line, k + 1)
+    writes_done = {}
+
+    def read_back():
+        writes_done["cycle"] = host.cycle
+        for line in sorted(last):
+            host.req(ReqOp.MemRd, line)
+
+    run_host(SMALL, host, phases=[read_back])
+    host.check()
+    assert writes_done["cycle"] <= 4000 + 8
+    assert {m.addr: r.data for m, r in host.answers if r.channel == "drs"} == last
 
 
 def test_accumulate_window_sync_round():

@@ -71,6 +71,8 @@ class CXLMemConfig:
         Requests that can be in flight at once (queued, held, in the pipeline or with a response
         waiting): ``req_credits + rwd_credits + hold_slots + ndr_depth + drs_depth``; one tag
         tracker entry each.
+    slot_bits : int
+        Width of a tracker entry's index.
 
     Raises
     ------
@@ -132,3 +134,7 @@ class CXLMemConfig:
     def tracker_slots(self):
         return (self.req_credits + self.rwd_credits + self.hold_slots + self.ndr_depth
                 + self.drs_depth)
+
+    @property
+    def slot_bits(self):
+        return max(1, ceil_log2(self.tracker_slots))
