@@ -89,6 +89,21 @@ def test_float_results_bit_for_bit(cfg, dtype):
                                    atol=1e-4)
 
 
+def test_a_nan_with_a_payload_becomes_the_canonical_nan_near_memory():
+    """The device's group sum uses the element type's add (golden_model.elements): a NaN
+    operand gives the canonical quiet NaN 0x7FC00000, not numpy's quieted payload. With one
+    device no ring add follows, so the group sum is the result."""
+    cfg = CoarseConfig(workers=3, devices=1, **SMALL_SHARDS)
+    tables, grads = make(cfg, np.float32, seed=4)
+    layer = TENSORS[1][0]
+    grads[layer][1].view(np.uint32)[5] = 0xFFA0_0001        # signalling NaN, sign set
+    res = synchronise(cfg, tables, grads)
+    got = res.gradients[layer].view(np.uint32)
+    assert (got[:, 5] == 0x7FC0_0000).all()
+    with np.errstate(invalid="ignore"):
+        assert (grads[layer].sum(axis=0).view(np.uint32)[5]) != 0x7FC0_0000   # numpy's
+
+
 def test_int32_is_the_wraparound_sum():
     cfg = CoarseConfig(**SMALL_SHARDS)
     tables, grads = make(cfg, np.int32, seed=1)

@@ -6,8 +6,9 @@ clients' routing tables:
 1. *Clients push*: client ``w`` writes its copy of the shard into its own queue at the proxy on
    the shard's device (one queue per client at each proxy, line 77-78).
 2. *Near-memory reduction*: the device's sync core adds the copies in its queues in client
-   order (``((g_a + g_b) + g_c) + ...``, each add in the gradients' dtype; a device that
-   received no copy contributes zeros). Then the sync cores of the M devices all-reduce these
+   order (``((g_a + g_b) + g_c) + ...``, each add the gradients' element type's golden add,
+   ``golden_model.elements``, canonical NaN included; a device that received no copy
+   contributes +0). Then the sync cores of the M devices all-reduce these
    partial sums around their ring in the shard's direction: the golden model's ring all-reduce
    (``algorithms.ring`` on ``ring:M``, run by ``executor.execute``), clockwise over devices
    ``0, 1, .., M-1`` or counter-clockwise over ``0, M-1, .., 1``. So the ring of the executor
@@ -125,6 +126,7 @@ def synchronise(config, tables, gradients, direct=()):
         if route.layer in direct:
             continue
         g = np.asarray(gradients[route.layer])
+        etype = element_type_of(g)
         result = np.empty_like(g)
         for j, shard in enumerate(route.shards):
             lo, hi = shard.start, shard.stop
@@ -137,7 +139,7 @@ def synchronise(config, tables, gradients, direct=()):
                 if clients:
                     acc = g[clients[0], lo:hi].copy()
                     for w in clients[1:]:
-                        np.add(acc, g[w, lo:hi], out=acc)
+                        etype.add(acc, g[w, lo:hi])
                     partial[v] = acc
             order = ring_order(m, shard.direction)
             reduced = execute(_ring_schedule(m, hi - lo), partial[order])
