@@ -1,0 +1,6 @@
+"""COARSE in hardware (docs/hardware.md, "COARSE system in hardware"): the memory device's
+sync core and, as it is built, the device ring and the system top."""
+
+from .group_reducer import GroupReducer, reducer_input
+
+__all__ = ["GroupReducer", "reducer_input"]
