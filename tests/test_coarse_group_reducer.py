@@ -7,45 +7,19 @@ import pytest
 from amaranth.back import verilog
 from amaranth.sim import Simulator
 
+from golden_model.coarse.functional import group_sum
 from golden_model.elements import BFLOAT16, FLOAT32, FLOAT64, INT32
 from hdl.coarse import GroupReducer
+from tb.coarse.lines import line_value, random_lines
 from tb.toolchain import lint_verilog
 
 TYPES = [INT32, FLOAT32, BFLOAT16]
 
 
-def random_lines(etype, rng, count):
-    """``count`` lines of ``etype`` bit patterns: random bits mixed with the special values of
-    a float type (zeros of both signs, subnormals, infinities, NaNs with payloads)."""
-    lanes = 512 // etype.bits
-    pats = rng.integers(0, 1 << etype.bits, size=(count, lanes), dtype=np.uint64)
-    if etype.is_float:
-        e, f = etype.exponent_bits, etype.fraction_bits
-        sign = 1 << (e + f)
-        inf = ((1 << e) - 1) << f
-        special = np.array([0, sign, 1, sign | 1, (1 << f) - 1, inf, sign | inf, inf | 1,
-                            inf | 1 << (f - 1), (1 << f) | 5, sign | (1 << f)], np.uint64)
-        pick = rng.random((count, lanes)) < 0.3
-        pats[pick] = rng.choice(special, size=int(pick.sum()))
-        # finite values of similar size, so that sums round and cancel
-        near = rng.random((count, lanes)) < 0.4
-        pats[near] = (rng.integers(120, 130, int(near.sum()), dtype=np.uint64) << f
-                      | rng.integers(0, 1 << f, int(near.sum()), dtype=np.uint64)
-                      | rng.integers(0, 2, int(near.sum()), dtype=np.uint64) << (e + f))
-    return pats.astype(etype.unsigned)
-
-
-def to_int(pats, etype):
-    return int.from_bytes(np.ascontiguousarray(pats, etype.unsigned).astype(
-        etype.unsigned.newbyteorder("<")).tobytes(), "little")
-
-
 def reference(etype, copies):
-    """The golden model's group sum: the first copy, then each later one added in order."""
-    acc = etype.from_bits(copies[0]).copy()
-    for c in copies[1:]:
-        etype.add(acc, etype.from_bits(c))
-    return etype.to_bits(acc)
+    """The golden model's group sum of ``copies`` (bit patterns, in client order)."""
+    copies = np.asarray(copies)
+    return etype.to_bits(group_sum(etype.from_bits(copies), copies.shape[-1], etype.dtype))
 
 
 def schedule(rows, slots):
@@ -109,10 +83,10 @@ def test_sums_in_client_order_bit_for_bit(etype, slots, valid_pct, ready_pct):
         k += n
     stream = schedule(rows, slots)
     dut = GroupReducer(etype, slots)
-    got, _ = run(dut, [(r, s, f, l, to_int(p, etype)) for r, s, f, l, p in stream], rng,
+    got, _ = run(dut, [(r, s, f, l, line_value(p, etype)) for r, s, f, l, p in stream], rng,
                  valid_pct, ready_pct)
     order = [r for r, _, _, last, _ in stream if last]        # rows by their last copy
-    want = [to_int(reference(etype, rows[r]), etype) for r in order]
+    want = [line_value(reference(etype, rows[r]), etype) for r in order]
     assert len(got) == len(rows)
     assert got == want
     if etype.is_float:        # the special values reached the sums
@@ -123,10 +97,11 @@ def test_sums_in_client_order_bit_for_bit(etype, slots, valid_pct, ready_pct):
 
 @pytest.mark.parametrize("etype", TYPES, ids=lambda t: t.name)
 def test_one_line_per_cycle_through_latency_plus_one_slots(etype):
-    dut = GroupReducer(etype, slots=max(1, 1 + GroupReducer(etype).latency))
+    dut = GroupReducer(etype)                    # latency + 1 slots
+    assert dut.slots == dut.latency + 1
     rng = np.random.default_rng(3)
     rows = [random_lines(etype, rng, 4) for _ in range(30)]
-    stream = [(r, s, f, l, to_int(p, etype)) for r, s, f, l, p in schedule(rows, dut.slots)]
+    stream = [(r, s, f, l, line_value(p, etype)) for r, s, f, l, p in schedule(rows, dut.slots)]
     got, stalls = run(dut, stream, rng)
     assert stalls == 0 and len(got) == len(rows)
 
@@ -136,8 +111,8 @@ def test_a_single_copy_passes_unchanged():
     as the golden model's copy of it is."""
     dut = GroupReducer(FLOAT32, 2)
     pats = np.array([[0x8000_0000, 0x7FA0_0001] + [0xFFC0_1234] * 14], np.uint32)
-    got, _ = run(dut, [(0, 0, True, True, to_int(pats[0], FLOAT32))], np.random.default_rng(0))
-    assert got == [to_int(pats[0], FLOAT32)]
+    got, _ = run(dut, [(0, 0, True, True, line_value(pats[0], FLOAT32))], np.random.default_rng(0))
+    assert got == [line_value(pats[0], FLOAT32)]
 
 
 @pytest.mark.parametrize("args, needle", [

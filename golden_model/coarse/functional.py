@@ -36,12 +36,38 @@ from ..elements import element_type_of
 from ..executor import execute
 from ..training import cached_topology
 
-__all__ = ["SyncResult", "synchronise", "ring_order"]
+__all__ = ["SyncResult", "synchronise", "ring_order", "group_sum"]
 
 
 @functools.lru_cache(maxsize=256)
 def _ring_schedule(nodes, elements):
     return build_schedule("ring", cached_topology(f"ring:{nodes}", 16.0, 0), elements)
+
+
+def group_sum(copies, elements, dtype):
+    """A device's sum of its group's copies of a shard, step 2 before the ring: the first copy
+    as it is, then each later one added with the element type's golden add, in order; ``+0``
+    everywhere when there is no copy.
+
+    Parameters
+    ----------
+    copies : (k, elements) array of ``dtype``
+        The copies in client order (k may be 0).
+    elements : int
+    dtype : numpy dtype of an ``ElementType`` (``golden_model.elements``)
+
+    Returns
+    -------
+    numpy.ndarray of shape ``(elements,)``
+    """
+    copies = np.asarray(copies, dtype=dtype).reshape(-1, elements)
+    if not len(copies):
+        return np.zeros(elements, dtype=dtype)
+    etype = element_type_of(copies)
+    acc = copies[0].copy()
+    for row in copies[1:]:
+        etype.add(acc, row)
+    return acc
 
 
 def ring_order(devices, direction):
@@ -126,7 +152,6 @@ def synchronise(config, tables, gradients, direct=()):
         if route.layer in direct:
             continue
         g = np.asarray(gradients[route.layer])
-        etype = element_type_of(g)
         result = np.empty_like(g)
         for j, shard in enumerate(route.shards):
             lo, hi = shard.start, shard.stop
@@ -134,13 +159,8 @@ def synchronise(config, tables, gradients, direct=()):
             # 1. each client's copy lands in its own queue at the shard's device
             queues = [[w for w in range(w_count) if devices[w] == v] for v in range(m)]
             # 2. sync cores: sum the queues in client order, then the ring across devices
-            partial = np.zeros((m, hi - lo), dtype=g.dtype)
-            for v, clients in enumerate(queues):
-                if clients:
-                    acc = g[clients[0], lo:hi].copy()
-                    for w in clients[1:]:
-                        etype.add(acc, g[w, lo:hi])
-                    partial[v] = acc
+            partial = np.stack([group_sum(g[clients, lo:hi], hi - lo, g.dtype)
+                                for clients in queues])
             order = ring_order(m, shard.direction)
             reduced = execute(_ring_schedule(m, hi - lo), partial[order])
             for pos, v in enumerate(order):

@@ -2,5 +2,6 @@
 sync core and, as it is built, the device ring and the system top."""
 
 from .group_reducer import GroupReducer, reducer_input
+from .queue_reducer import QueueReducer
 
-__all__ = ["GroupReducer", "reducer_input"]
+__all__ = ["GroupReducer", "QueueReducer", "reducer_input"]

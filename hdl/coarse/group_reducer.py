@@ -51,9 +51,9 @@ class GroupReducer(wiring.Component):
     element_type : golden_model.elements.ElementType
         What a line holds (``512 / bits`` elements, element ``e`` in bits ``e*bits`` upwards);
         ``hdl.adders`` must have its adder.
-    slots : int
+    slots : int or None
         Accumulators (rows reduced at once), 1..64; at least ``latency + 1`` for one line per
-        cycle.
+        cycle, which is the default.
 
     Members
     -------
@@ -76,15 +76,17 @@ class GroupReducer(wiring.Component):
         is out of range (the message names the value).
     """
 
-    def __init__(self, element_type, slots=4):
+    def __init__(self, element_type, slots=None):
         if not isinstance(element_type, ElementType):
             raise ValueError(f"element_type must be an ElementType, not {element_type!r}")
         if LINE_BITS % element_type.bits:
             raise ValueError(f"a {LINE_BITS}-bit line does not hold whole {element_type.name} "
                              f"elements")
+        self.adder = hardware_adder(element_type)
+        if slots is None:
+            slots = self.adder.latency + 1
         if isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= 64:
             raise ValueError(f"slots must be an integer in 1..64, not {slots!r}")
-        self.adder = hardware_adder(element_type)
         self.element_type = element_type
         self.slots = slots
         self.latency = self.adder.latency

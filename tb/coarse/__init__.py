@@ -1,0 +1,1 @@
+"""Stimulus for the COARSE hardware's tests (hdl/coarse/)."""

@@ -1,0 +1,116 @@
+"""A memory device's client queues and client-order sequencer (hdl/coarse/queue_reducer.py) in
+amaranth.sim: copies written in random order, shards of every length and client mask, each
+partial sum bit for bit against golden_model.coarse.functional.group_sum; the sequencer's one
+line per cycle; bad parameters; lint."""
+
+import numpy as np
+import pytest
+from amaranth.back import verilog
+from amaranth.hdl import Signal, Value
+from amaranth.sim import Simulator
+
+from golden_model.coarse.functional import group_sum
+from golden_model.elements import BFLOAT16, FLOAT32, INT32
+from hdl.coarse.queue_reducer import QueueReducer
+from tb.coarse.lines import line_value, random_lines
+from tb.toolchain import lint_verilog
+
+def run(dut, shards, etype, rng, gaps=True, ready_pct=100):
+    """Write each shard's copies in random order, start it, collect its sums; returns the sums
+    per shard and the cycles from each start to its last sum."""
+    results, spans = [], []
+
+    async def bench(ctx):
+        for copies, mask in shards:
+            clients, rows, _ = copies.shape
+            order = [(c, r) for c in range(clients) for r in range(rows)]
+            rng.shuffle(order)
+            for c, r in order:
+                while gaps and rng.random() < 0.3:
+                    await ctx.tick()
+                ctx.set(dut.write.valid, 1)
+                ctx.set(dut.write.payload.client, c)
+                ctx.set(dut.write.payload.row, r)
+                ctx.set(dut.write.payload.line, line_value(copies[c, r], etype))
+                await ctx.tick()
+            ctx.set(dut.write.valid, 0)
+            ctx.set(dut.start.valid, 1)
+            ctx.set(dut.start.payload.last_row, rows - 1)
+            ctx.set(dut.start.payload.mask, mask)
+            assert ctx.get(dut.start.ready)
+            await ctx.tick()
+            ctx.set(dut.start.valid, 0)
+            got, cycles = [], 0
+            while ctx.get(dut.busy):
+                cycles += 1
+                assert cycles < 50 * rows + 100
+                ready = int(rng.integers(100) < ready_pct)
+                ctx.set(dut.o.ready, ready)
+                if ctx.get(dut.o.valid) and ready:
+                    got.append(ctx.get(dut.o.payload))
+                await ctx.tick()
+            results.append(got)
+            spans.append(cycles)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-9)
+    sim.add_testbench(bench)
+    sim.run()
+    return results, spans
+
+
+def expected(copies, mask, etype):
+    clients, rows, lanes = copies.shape
+    chosen = [c for c in range(clients) if mask >> c & 1]
+    return [line_value(etype.to_bits(group_sum(etype.from_bits(copies[chosen, r]), lanes,
+                                           etype.dtype)), etype) for r in range(rows)]
+
+
+@pytest.mark.parametrize("etype", [INT32, FLOAT32, BFLOAT16], ids=lambda t: t.name)
+def test_partial_sums_are_the_golden_group_sums(etype):
+    rng = np.random.default_rng(len(etype.name))
+    clients, queue = 4, 16
+    dut = QueueReducer(etype, clients, queue)
+    masks = [0b1111, 0b0001, 0b1000, 0b0110, 0, 0b1011, 0b0101]
+    rows = [16, 1, 2, 5, 3, 7, 4]
+    shards = [(random_lines(etype, rng, clients * n).reshape(clients, n, -1), mask)
+              for n, mask in zip(rows, masks)]
+    results, _ = run(dut, shards, etype, rng, ready_pct=60)
+    for (copies, mask), got in zip(shards, results):
+        assert got == expected(copies, mask, etype), f"mask {mask:#06b}, {len(got)} rows"
+    assert results[4] == [0] * rows[4]          # no copy: +0 lines
+
+
+@pytest.mark.parametrize("etype", [INT32, FLOAT32], ids=lambda t: t.name)
+def test_one_line_per_cycle_once_started(etype):
+    """With the output always ready, a shard of R rows from k clients takes k R cycles plus the
+    read and adder latency, and a lone client's shard R cycles plus that."""
+    rng = np.random.default_rng(9)
+    dut = QueueReducer(etype, 3, 32)
+    copies = random_lines(etype, rng, 3 * 32).reshape(3, 32, -1)
+    _, spans = run(dut, [(copies, 0b111), (copies, 0b010)], etype, rng, gaps=False)
+    latency = dut.reducer.latency
+    assert spans[0] <= 3 * 32 + latency + 4
+    assert spans[1] <= 32 + latency + 4
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    (dict(clients=0, queue_lines=16), "clients must be an integer in 1..64, not 0"),
+    (dict(clients=65, queue_lines=16), "clients must be an integer in 1..64, not 65"),
+    (dict(clients=2, queue_lines=12), "queue_lines must be a power of two, not 12"),
+    (dict(clients=2, queue_lines=1), r"queue_lines must be an integer in 2..1,048,576, not 1"),
+    (dict(clients=2, queue_lines=16, slots=0), "slots must be an integer in 1..64, not 0"),
+])
+def test_bad_parameters(kwargs, needle):
+    with pytest.raises(ValueError, match=needle):
+        QueueReducer(FLOAT32, **kwargs)
+
+
+@pytest.mark.parametrize("etype", [INT32, FLOAT32], ids=lambda t: t.name)
+def test_lint(tmp_path, etype):
+    dut = QueueReducer(etype, 3, 16)
+    ports = [Value.cast(v) for _, _, v in dut.signature.flatten(dut)]
+    path = tmp_path / "queue_reducer.v"
+    path.write_text(verilog.convert(dut, name="queue_reducer", emit_src=False,
+                                    ports=[p for p in ports if isinstance(p, Signal)]))
+    lint_verilog(path, "queue_reducer")
