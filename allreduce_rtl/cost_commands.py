@@ -95,7 +95,15 @@ def _cxl(**fields):
     return to_verilog(CXLMemController(CXLMemConfig(**fields))), TOP_MODULE
 
 
-_BUILDERS = {"router": _router, "ni": _ni, "cxl": _cxl, "adder": _adder}
+def _coarse(dtype, **params):
+    from golden_model.elements import element_type
+    from hdl.coarse import QueueReducer
+    from hdl.generate import to_verilog
+    return to_verilog(QueueReducer(element_type(dtype), **params), name="coarse_sync"), \
+        "coarse_sync"
+
+
+_BUILDERS = {"router": _router, "ni": _ni, "cxl": _cxl, "adder": _adder, "coarse": _coarse}
 
 _ROUTER = dict(num_vcs=2, vc_buf_depth=8, flit_width=128, credit_delay=1)
 _BOTH, _ECP5 = frozenset({"ice40", "ecp5"}), frozenset({"ecp5"})
@@ -145,6 +153,8 @@ DESIGNS = [
     Design("cxl-small", "cxl", "CXL.mem 64 lines x 512 b, 4 banks, 4 tensors",
            dict(num_lines=64, num_banks=4, req_credits=3, rwd_credits=4, hold_slots=2,
                 num_tensors=4, max_group_shift=4), _BOTH),
+    Design("coarse-sync", "coarse", "COARSE sync core: 8 client queues x 256 lines x 512 b",
+           dict(dtype="float32", clients=8, queue_lines=256), _ECP5),
 ]
 #: (message, credit) design pairs of the flow-control comparison.
 NI_PAIRS = [("ni-message", "ni-credit"), ("ni-small-message", "ni-small-credit")]
@@ -173,14 +183,17 @@ def select_designs(text):
 
 def with_dtype(designs, dtype):
     """``designs`` with every NI built to add ``dtype`` (128-bit flits: 128 / bits elements)
-    instead of its listed type; other designs unchanged. None: as listed."""
+    and every COARSE sync core to reduce it (a 512-bit line: 512 / bits adders), instead of
+    the listed type; other designs unchanged. None: as listed."""
     if dtype is None:
         return list(designs)
     from golden_model.elements import element_type
     bits = element_type(dtype).bits
     out = []
     for d in designs:
-        if d.kind == "ni":
+        if d.kind == "coarse":
+            d = replace(d, params={**d.params, "dtype": dtype})
+        elif d.kind == "ni":
             width = d.params.get("elems_per_flit", 4) * element_type(
                 d.params.get("dtype", "int32")).bits
             params = {**d.params, "dtype": dtype, "elems_per_flit": width // bits}
@@ -247,7 +260,7 @@ def _rows(results, family=ICE40):
     rows = []
     for r in results:
         g, fpga = r["generic"], r[family.name]
-        dtype = r["config"].get("dtype", "int32") if r["kind"] in ("ni", "adder") else "-"
+        dtype = r["config"].get("dtype", "int32") if r["kind"] in ("ni", "adder", "coarse") else "-"
         rows.append({"name": r["name"], "summary": r["summary"], "dtype": dtype,
                      "cells": g["cells"],
                      "flip_flops": g["flip_flops"], "memory_bits": g["memory_bits"],

@@ -4,6 +4,7 @@ import contextlib
 import pathlib
 
 from amaranth.back import verilog
+from amaranth.hdl import Signal, Value
 
 from .banked_buffer import bank_depth, bank_name
 from .network import Network, ni_instances, ni_name
@@ -60,13 +61,22 @@ def to_verilog(network, path=None, name=TOP_MODULE):
                 text = verilog.convert(design, name=name, emit_src=False)
             text = "\n".join([text, ni_text, *router_texts])
         else:
-            text = verilog.convert(design, name=name, emit_src=False)
+            text = verilog.convert(design, name=name, ports=signal_ports(design),
+                                   emit_src=False)
     text = text + "\n" + "\n".join(modules[name] for name in sorted(modules))
     if path is not None:
         path = pathlib.Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return text
+
+
+def signal_ports(component):
+    """The Verilog ports of a ``wiring.Component``: its signature's members without the
+    constant ones (an ``always_ready`` stream's ``ready``, which ``verilog.convert`` does not
+    take as a port)."""
+    ports = [Value.cast(value) for _, _, value in component.signature.flatten(component)]
+    return [port for port in ports if isinstance(port, Signal)]
 
 
 def build_network(topology, config):

@@ -7,7 +7,8 @@ import pytest
 from cost_probe import probe_verilog as _verilog
 
 from allreduce_rtl.cli import main
-from allreduce_rtl.cost_commands import DESIGNS, flow_control_comparison, select_designs
+from allreduce_rtl.cost_commands import (DESIGNS, flow_control_comparison, select_designs,
+                                         with_dtype)
 from allreduce_rtl.synth import count_flip_flops, port_wrapper, synthesise, top_ports
 from golden_model.errors import ConfigError
 
@@ -143,3 +144,11 @@ def test_cost_of_every_standard_design(capsys, tmp_path):
         if d["ice40"] is not None:
             assert d["ice40"]["luts"] > 0
             assert d["ice40"]["fits"] == (d["ice40"]["fmax_MHz"] is not None)
+
+
+def test_dtype_reaches_the_nis_and_the_coarse_sync_core_only():
+    designs = with_dtype(select_designs("ni-message,coarse-sync,cxl,adder-float32"), "bfloat16")
+    by = {d.name: d.params for d in designs}
+    assert by["coarse-sync"] == {"dtype": "bfloat16", "clients": 8, "queue_lines": 256}
+    assert by["ni-message"]["dtype"] == "bfloat16" and by["ni-message"]["elems_per_flit"] == 8
+    assert by["cxl"] == {} and by["adder-float32"] == {"dtype": "float32"}
