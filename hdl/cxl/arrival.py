@@ -18,7 +18,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
 from ..ops import eq_const, first_set
-from .config import TAG_BITS, CXLMemConfig
+from .config import TAG_BITS, checked_config
 from .messages import M2SReq, M2SRwD
 
 __all__ = ["RequestArrival", "queue_entries"]
@@ -58,9 +58,7 @@ class RequestArrival(wiring.Component):
     """
 
     def __init__(self, config):
-        if not isinstance(config, CXLMemConfig):
-            raise ValueError(f"config must be a CXLMemConfig, not {config!r}")
-        self._config = config
+        self._config = config = checked_config(config)
         req_entry, rwd_entry = queue_entries(config)
         super().__init__({
             "req": In(stream.Signature(M2SReq, always_ready=True)),

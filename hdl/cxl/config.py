@@ -10,7 +10,7 @@ from amaranth.utils import ceil_log2
 
 from ..config import check_int
 
-__all__ = ["CXLMemConfig", "LINE_BYTES", "LINE_BITS", "LINE_ELEMENTS", "ADDR_BITS", "TAG_BITS"]
+__all__ = ["CXLMemConfig", "checked_config", "LINE_BYTES", "LINE_BITS", "LINE_ELEMENTS", "ADDR_BITS", "TAG_BITS"]
 
 #: CXL.mem moves 64-byte lines (address bits [51:6]).
 LINE_BYTES = 64
@@ -138,3 +138,11 @@ class CXLMemConfig:
     @property
     def slot_bits(self):
         return max(1, ceil_log2(self.tracker_slots))
+
+
+def checked_config(config):
+    """``config`` if it is a ``CXLMemConfig``; else ``ValueError`` naming it (what every
+    component of the controller takes)."""
+    if not isinstance(config, CXLMemConfig):
+        raise ValueError(f"config must be a CXLMemConfig, not {config!r}")
+    return config

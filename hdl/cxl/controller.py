@@ -34,7 +34,7 @@ from amaranth.lib.wiring import In, Out
 from ..ops import eq_const, lt_const, select_word
 from ..ram import RAM
 from .arrival import RequestArrival
-from .config import LINE_BITS, LINE_BYTES, TAG_BITS, CXLMemConfig
+from .config import LINE_BITS, LINE_BYTES, TAG_BITS, CXLMemConfig, checked_config
 from .holds import HoldSlots
 from .merge import LineMerge
 from .messages import (CSRWrite, M2SReq, M2SReqOpcode, M2SRwD, M2SRwDOpcode, MetaField, S2MDRS,
@@ -82,9 +82,7 @@ class CXLMemController(wiring.Component):
     def __init__(self, config=None):
         if config is None:
             config = CXLMemConfig()
-        if not isinstance(config, CXLMemConfig):
-            raise ValueError(f"config must be a CXLMemConfig, not {config!r}")
-        self._config = config
+        self._config = config = checked_config(config)
         super().__init__({
             "req": In(stream.Signature(M2SReq, always_ready=True)),
             "rwd": In(stream.Signature(M2SRwD, always_ready=True)),

@@ -12,7 +12,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ops import first_set, select_word
-from .config import TAG_BITS, CXLMemConfig
+from .config import TAG_BITS, checked_config
 from .window import TIMER_BITS
 
 __all__ = ["HoldSlots", "hold_layout"]
@@ -50,9 +50,7 @@ class HoldSlots(wiring.Component):
     """
 
     def __init__(self, config):
-        if not isinstance(config, CXLMemConfig):
-            raise ValueError(f"config must be a CXLMemConfig, not {config!r}")
-        self._config = config
+        self._config = config = checked_config(config)
         layout = hold_layout(config)
         super().__init__({
             "put": In(1),

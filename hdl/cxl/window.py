@@ -14,7 +14,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
 from ..ops import eq_const, lt_const, lt_unsigned, shl_bounded
-from .config import ADDR_BITS, CXLMemConfig
+from .config import ADDR_BITS, checked_config
 from .messages import CSR, CTRL_CLEAR, CTRL_ZERO, CSRWrite
 
 __all__ = ["AccumulateWindow", "TIMER_BITS", "decoded_layout"]
@@ -58,9 +58,7 @@ class AccumulateWindow(wiring.Component):
     """
 
     def __init__(self, config):
-        if not isinstance(config, CXLMemConfig):
-            raise ValueError(f"config must be a CXLMemConfig, not {config!r}")
-        self._config = config
+        self._config = config = checked_config(config)
         decoded = decoded_layout(config)
         super().__init__({
             "csr": In(stream.Signature(CSRWrite)),
