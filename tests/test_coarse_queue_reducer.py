@@ -114,3 +114,18 @@ def test_lint(tmp_path, etype):
     path.write_text(verilog.convert(dut, name="queue_reducer", emit_src=False,
                                     ports=[p for p in ports if isinstance(p, Signal)]))
     lint_verilog(path, "queue_reducer")
+
+
+def test_sums_of_negative_zeros_are_the_golden_models():
+    """-0 + -0 is -0, -0 + +0 is +0, one client's -0 stays -0, and a device with no copy gives
+    +0 (golden_model.coarse.functional.group_sum, IEEE 754-2019 6.3)."""
+    neg, pos = np.uint32(0x8000_0000), np.uint32(0)
+    copies = np.full((3, 2, 16), neg, np.uint32)
+    copies[1, 1] = pos                                    # row 1: -0, +0, -0
+    dut = QueueReducer(FLOAT32, 3, 2)
+    shards = [(copies, 0b101), (copies, 0b111), (copies, 0b010), (copies, 0)]
+    results, _ = run(dut, shards, FLOAT32, np.random.default_rng(1))
+    line = {v: line_value(np.full(16, v, np.uint32), FLOAT32) for v in (neg, pos)}
+    assert results == [[line[neg], line[neg]], [line[neg], line[pos]], [line[neg], line[pos]],
+                       [line[pos], line[pos]]]
+    assert results == [expected(c, m, FLOAT32) for c, m in shards]
