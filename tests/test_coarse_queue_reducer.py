@@ -15,9 +15,10 @@ from hdl.coarse.queue_reducer import QueueReducer
 from tb.coarse.lines import line_value, random_lines
 from tb.toolchain import lint_verilog
 
-def run(dut, shards, etype, rng, gaps=True, ready_pct=100):
-    """Write each shard's copies in random order, start it, collect its sums; returns the sums
-    per shard and the cycles from each start to its last sum."""
+def run(dut, shards, etype, rng, gaps=True, ready_pct=100, base=0):
+    """Write each shard's copies in random order from queue row ``base`` on (modulo the
+    queue's length), start it, collect its sums; returns the sums per shard and the cycles
+    from each start to its last sum."""
     results, spans = [], []
 
     async def bench(ctx):
@@ -30,11 +31,12 @@ def run(dut, shards, etype, rng, gaps=True, ready_pct=100):
                     await ctx.tick()
                 ctx.set(dut.write.valid, 1)
                 ctx.set(dut.write.payload.client, c)
-                ctx.set(dut.write.payload.row, r)
+                ctx.set(dut.write.payload.row, (base + r) % dut.queue_lines)
                 ctx.set(dut.write.payload.line, line_value(copies[c, r], etype))
                 await ctx.tick()
             ctx.set(dut.write.valid, 0)
             ctx.set(dut.start.valid, 1)
+            ctx.set(dut.start.payload.base, base)
             ctx.set(dut.start.payload.last_row, rows - 1)
             ctx.set(dut.start.payload.mask, mask)
             assert ctx.get(dut.start.ready)
@@ -66,8 +68,10 @@ def expected(copies, mask, etype):
                                            etype.dtype)), etype) for r in range(rows)]
 
 
-@pytest.mark.parametrize("etype", [INT32, FLOAT32, BFLOAT16], ids=lambda t: t.name)
-def test_partial_sums_are_the_golden_group_sums(etype):
+@pytest.mark.parametrize("etype, base", [(INT32, 0), (FLOAT32, 11), (BFLOAT16, 5)],
+                         ids=lambda v: getattr(v, "name", f"base{v}"))
+def test_partial_sums_are_the_golden_group_sums(etype, base):
+    """From row ``base`` on: shards that wrap around the end of the circular queues too."""
     rng = np.random.default_rng(len(etype.name))
     clients, queue = 4, 16
     dut = QueueReducer(etype, clients, queue)
@@ -75,7 +79,7 @@ def test_partial_sums_are_the_golden_group_sums(etype):
     rows = [16, 1, 2, 5, 3, 7, 4]
     shards = [(random_lines(etype, rng, clients * n).reshape(clients, n, -1), mask)
               for n, mask in zip(rows, masks)]
-    results, _ = run(dut, shards, etype, rng, ready_pct=60)
+    results, _ = run(dut, shards, etype, rng, ready_pct=60, base=base)
     for (copies, mask), got in zip(shards, results):
         assert got == expected(copies, mask, etype), f"mask {mask:#06b}, {len(got)} rows"
     assert results[4] == [0] * rows[4]          # no copy: +0 lines

@@ -59,9 +59,11 @@ class QueueReducer(wiring.Component):
     -------
     write : ``In(stream.Signature({client, row, line}, always_ready=True))``
         A copy's line into a client's queue (one per cycle).
-    start : ``In(stream.Signature({last_row, mask}))``
-        Reduce rows ``0..last_row`` of the queues of the clients set in ``mask`` (bit ``c``:
-        client ``c``); taken when ``busy`` is low.
+    start : ``In(stream.Signature({base, last_row, mask}))``
+        Reduce the ``last_row + 1`` rows from row ``base`` (modulo ``queue_lines``: a queue
+        is circular, and holds the slots of several tensors, as the deadlock-avoidance scheme
+        needs, ``golden_model.coarse.deadlock``) of the queues of the clients set in ``mask``
+        (bit ``c``: client ``c``); taken when ``busy`` is low.
     o : ``Out(stream.Signature(512))``
         The partial sums, ``last_row + 1`` lines in row order.
     busy : ``Out(1)``
@@ -88,7 +90,8 @@ class QueueReducer(wiring.Component):
             "write": In(stream.Signature(data.StructLayout({
                 "client": max(1, ceil_log2(clients)), "row": row_bits, "line": LINE_BITS}),
                 always_ready=True)),
-            "start": In(stream.Signature(data.StructLayout({"last_row": row_bits,
+            "start": In(stream.Signature(data.StructLayout({"base": row_bits,
+                                                            "last_row": row_bits,
                                                             "mask": clients}))),
             "o": Out(stream.Signature(LINE_BITS)),
             "busy": Out(1),
@@ -113,6 +116,7 @@ class QueueReducer(wiring.Component):
         # ---- the shard being reduced -------------------------------------------------------
         active = Signal()
         last_row = Signal(row_bits)
+        base = Signal(row_bits)
         mask = Signal(n_c)
         zero = Signal()                     # no copy: +0 lines, one pass
         block = Signal(row_bits + 1)        # first row of the rows being interleaved
@@ -143,7 +147,7 @@ class QueueReducer(wiring.Component):
         issue = Signal()
         m.d.comb += [issue.eq(active & (~held.valid | red.i.ready)),
                      rp.en.eq(issue),
-                     rp.addr.eq(Cat(row[:row_bits], client))]
+                     rp.addr.eq(Cat(add_narrow(base, row[:row_bits]), client))]
 
         at_last_row = Signal()
         m.d.comb += at_last_row.eq(~row[row_bits] & ~(row[:row_bits] ^ last_row).any())
@@ -168,6 +172,7 @@ class QueueReducer(wiring.Component):
 
         with m.If(take_start):
             m.d.sync += [active.eq(1), last_row.eq(self.start.payload.last_row),
+                         base.eq(self.start.payload.base),
                          mask.eq(self.start.payload.mask), zero.eq(~self.start.payload.mask.any()),
                          block.eq(0), offset.eq(0)]
             m.d.sync += client.eq(lowest_set(self.start.payload.mask, client_bits))
