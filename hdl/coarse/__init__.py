@@ -3,5 +3,6 @@ sync core and, as it is built, the device ring and the system top."""
 
 from .group_reducer import GroupReducer, reducer_input
 from .queue_reducer import QueueReducer
+from .sync_core import SyncCore
 
-__all__ = ["GroupReducer", "QueueReducer", "reducer_input"]
+__all__ = ["GroupReducer", "QueueReducer", "SyncCore", "reducer_input"]
