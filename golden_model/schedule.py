@@ -146,6 +146,38 @@ class AllReduceSchedule:
             for t in step:
                 yield i, t
 
+    def relabeled(self, mapping, topology=None):
+        """This schedule with node ``u``'s role played by node ``mapping[u]``: every transfer's
+        ends and route mapped, chunks, steps and their order unchanged, so node ``mapping[u]``
+        computes exactly what node ``u`` did, operation for operation (COARSE's device ring
+        runs the ring in either direction this way). Validated on ``topology`` (default this
+        schedule's), which must have every mapped link.
+
+        Parameters
+        ----------
+        mapping : sequence of int
+            A permutation of ``range(num_nodes)``.
+
+        Raises
+        ------
+        ValueError
+            If ``mapping`` is not a permutation of the nodes.
+        ScheduleError
+            If a mapped route uses a link the topology lacks.
+        """
+        mapping = [int(v) for v in mapping]
+        if sorted(mapping) != list(range(self.num_nodes)):
+            raise ValueError(f"mapping must be a permutation of 0..{self.num_nodes - 1}, not "
+                             f"{mapping}")
+        steps = [[Transfer(mapping[t.src], mapping[t.dst], t.chunk, t.op,
+                           tuple((mapping[u], mapping[v]) for u, v in t.route), t.flow)
+                  for t in step] for step in self.steps]
+        sched = AllReduceSchedule(self.algorithm, topology or self.topology, self.num_elements,
+                                  self.bounds.copy(), steps, self.contention_free,
+                                  dict(self.meta))
+        sched.validate()
+        return sched
+
     def validate(self):
         """Check the IR's invariants; raise ``ScheduleError`` naming the first one broken.
 

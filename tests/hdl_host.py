@@ -124,25 +124,30 @@ async def wait_done(ctx, net, max_cycles):
 
 
 def simulate_allreduce(topology, schedule, *, seed=0, max_cycles=5000, gap=0.0,
-                       backpressure=0.0, vcd=None, routed=False, **config_overrides):
+                       backpressure=0.0, vcd=None, routed=False, vectors=None,
+                       **config_overrides):
     """Run ``schedule`` on a simulated ``Network`` and check it against the golden executor.
 
-    ``routed`` lowers for and builds a ``RoutedNetwork`` (NIs on routers).
+    ``routed`` lowers for and builds a ``RoutedNetwork`` (NIs on routers). ``vectors`` (N, D)
+    of the configuration's element type replace the default random int32 vectors.
 
     Returns
     -------
     (numpy.ndarray, numpy.ndarray, int, NIConfig)
-        Hardware result (N, D) int32, executor result, RTL cycles, the configuration.
+        Hardware result (N, D) of the vectors' type, executor result, RTL cycles, the
+        configuration.
     """
     lowered = lower(schedule, elements_per_flit=config_overrides.get("elems_per_flit", 4),
                     routed=routed)
     config = network_config_for(lowered, **config_overrides)
     rng = np.random.default_rng(seed)
-    info = np.iinfo(np.int32)
-    vectors = rng.integers(info.min, info.max, size=(schedule.num_nodes, schedule.num_elements),
-                           dtype=np.int64, endpoint=True).astype(np.int32)
-    # Make wrap-around certain: large values of one sign.
-    vectors[:, ::3] = info.max - rng.integers(0, 8, size=vectors[:, ::3].shape)
+    if vectors is None:
+        info = np.iinfo(np.int32)
+        vectors = rng.integers(info.min, info.max,
+                               size=(schedule.num_nodes, schedule.num_elements),
+                               dtype=np.int64, endpoint=True).astype(np.int32)
+        # Make wrap-around certain: large values of one sign.
+        vectors[:, ::3] = info.max - rng.integers(0, 8, size=vectors[:, ::3].shape)
     packed = lowered.pack(vectors)
     net = (RoutedNetwork if routed else Network)(topology, config)
     loads = [load_commands(config, lowered, u, packed[u]) for u in range(schedule.num_nodes)]

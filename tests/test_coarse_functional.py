@@ -197,3 +197,30 @@ def test_lines_reject_non_int32():
         to_lines(np.zeros(4, dtype=np.float32))
     with pytest.raises(ConfigError):
         accumulate_lines(np.zeros((0, 4), dtype=np.int32))
+
+
+@pytest.mark.parametrize("devices", [2, 3, 5])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_the_device_ring_schedule_runs_each_direction_in_its_order(devices, dtype):
+    """``device_ring_schedule`` gives every device the reference ring sum of the partials in
+    ring order (the documented order, written out in ``reference_ring``), over the links of
+    its direction only."""
+    from golden_model.coarse.functional import device_ring_schedule, ring_order
+    from golden_model.executor import execute
+    rng = np.random.default_rng(devices)
+    partials = (rng.standard_normal((devices, 23)) * 1e3).astype(dtype)
+    for direction in (1, -1):
+        sched = device_ring_schedule(devices, 23, direction)
+        got = execute(sched, partials)
+        want = reference_ring(partials[ring_order(devices, direction)])
+        assert all(np.array_equal(row, want) for row in got)
+        links = {link for _, t in sched.transfers() for link in t.route}
+        step = 1 if direction > 0 else -1
+        assert links == {(v, (v + step) % devices) for v in range(devices)}
+
+
+def test_relabeled_rejects_a_mapping_that_is_not_a_permutation():
+    from golden_model.coarse.functional import device_ring_schedule
+    sched = device_ring_schedule(3, 9, 1)
+    with pytest.raises(ValueError, match=r"permutation of 0..2, not \[0, 0, 1\]"):
+        sched.relabeled([0, 0, 1])

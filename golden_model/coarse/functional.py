@@ -11,7 +11,9 @@ clients' routing tables:
    contributes +0). Then the sync cores of the M devices all-reduce these
    partial sums around their ring in the shard's direction: the golden model's ring all-reduce
    (``algorithms.ring`` on ``ring:M``, run by ``executor.execute``), clockwise over devices
-   ``0, 1, .., M-1`` or counter-clockwise over ``0, M-1, .., 1``. So the ring of the executor
+   ``0, 1, .., M-1`` or counter-clockwise over ``0, M-1, .., 1`` (``device_ring_schedule``:
+   the ring schedule with its positions played by the devices in that order, the schedule the
+   hardware's device NIs run). So the ring of the executor
    fixes the summation order: chunk ``c`` of the shard (``schedule.chunk_bounds(n, M)``) is
    ``P[c+M-1] + (... + (P[c+1] + P[c]))`` over ring positions mod M. The result is kept in the
    device's *parameter storage*.
@@ -36,7 +38,7 @@ from ..elements import element_type_of
 from ..executor import execute
 from ..training import cached_topology
 
-__all__ = ["SyncResult", "synchronise", "ring_order", "group_sum"]
+__all__ = ["SyncResult", "synchronise", "ring_order", "group_sum", "device_ring_schedule"]
 
 
 @functools.lru_cache(maxsize=256)
@@ -73,6 +75,16 @@ def group_sum(copies, elements, dtype):
 def ring_order(devices, direction):
     """Device ids in ring order: ``0, 1, .., M-1`` for +1, ``0, M-1, .., 1`` for -1."""
     return list(range(devices)) if direction > 0 else [0, *range(devices - 1, 0, -1)]
+
+
+@functools.lru_cache(maxsize=256)
+def device_ring_schedule(devices, elements, direction):
+    """The device ring's all-reduce of a shard of ``elements`` elements: the ring schedule of
+    ``ring:devices`` with ring position ``p`` played by device ``ring_order(devices,
+    direction)[p]`` (``AllReduceSchedule.relabeled``), so that device ``v`` starts from its own
+    partial sums and the counter-clockwise ring runs over the links of the other direction.
+    The same schedule drives the devices' NIs in hardware."""
+    return _ring_schedule(devices, elements).relabeled(ring_order(devices, direction))
 
 
 @dataclass
@@ -161,10 +173,9 @@ def synchronise(config, tables, gradients, direct=()):
             # 2. sync cores: sum the queues in client order, then the ring across devices
             partial = np.stack([group_sum(g[clients, lo:hi], hi - lo, g.dtype)
                                 for clients in queues])
-            order = ring_order(m, shard.direction)
-            reduced = execute(_ring_schedule(m, hi - lo), partial[order])
-            for pos, v in enumerate(order):
-                storage[v][(route.layer, lo)] = reduced[pos]
+            reduced = execute(device_ring_schedule(m, hi - lo, shard.direction), partial)
+            for v in range(m):
+                storage[v][(route.layer, lo)] = reduced[v]
             # 3. each client's proxy caches the shard; the client reads it from the cache
             for w in range(w_count):
                 caches[w][(route.layer, lo)] = storage[devices[w]][(route.layer, lo)].copy()
