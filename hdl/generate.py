@@ -58,7 +58,8 @@ def to_verilog(network, path=None, name=TOP_MODULE):
                 stack.enter_context(ni_instances(NI_MODULE))
                 router_texts = (stack.enter_context(shared_routers(network.fabric, TOP_MODULE))
                                 if isinstance(network, RoutedNetwork) else [])
-                text = verilog.convert(design, name=name, emit_src=False)
+                text = verilog.convert(design, name=name, ports=signal_ports(design),
+                                       emit_src=False)
             text = "\n".join([text, ni_text, *router_texts])
         else:
             text = verilog.convert(design, name=name, ports=signal_ports(design),

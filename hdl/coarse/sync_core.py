@@ -48,8 +48,12 @@ class SyncCore(wiring.Component):
         mask, clear its counts and arm it.
     write : ``In(stream.Signature({client, tensor, row, line}, always_ready=True))``
         Row ``row`` (from 0) of client ``client``'s copy of tensor ``tensor``.
-    o : ``Out(stream.Signature({tensor, line}))``
-        Each started tensor's partial sums, ``last_row + 1`` lines in row order.
+    o : ``Out(stream.Signature({tensor, row, line}))``
+        Each started tensor's partial sums, ``last_row + 1`` lines in row order (``row`` from
+        0).
+    busy : ``Out(1)``
+        A tensor is complete and not yet started, or is being reduced, or its sums are not all
+        taken.
     error : ``Out(1)``
         Sticky: a write was dropped (see the module's docstring).
 
@@ -74,7 +78,9 @@ class SyncCore(wiring.Component):
             "write": In(stream.Signature(data.StructLayout({
                 "client": max(1, ceil_log2(clients)), "tensor": tb, "row": rb,
                 "line": LINE_BITS}), always_ready=True)),
-            "o": Out(stream.Signature(data.StructLayout({"tensor": tb, "line": LINE_BITS}))),
+            "o": Out(stream.Signature(data.StructLayout({"tensor": tb, "row": rb,
+                                                         "line": LINE_BITS}))),
+            "busy": Out(1),
             "error": Out(1),
         })
 
@@ -126,8 +132,12 @@ class SyncCore(wiring.Component):
                      q.start.valid.eq(any_complete),
                      q.start.payload.eq(select_word(Cat(*slots), next_t, slot.size, n_t))]
         current = Signal(tb)
+        out_row = Signal(rb)
         with m.If(start):
-            m.d.sync += current.eq(next_t)
+            m.d.sync += [current.eq(next_t), out_row.eq(0)]
+        with m.Elif(self.o.valid & self.o.ready):
+            m.d.sync += out_row.eq(out_row + 1)
+        m.d.comb += self.busy.eq(any_complete | q.busy)
 
         # counts and arming: a start clears its tensor, a program sets one, a write counts
         p = self.program.payload
@@ -149,6 +159,7 @@ class SyncCore(wiring.Component):
         m.d.comb += [
             self.o.valid.eq(q.o.valid),
             self.o.payload.tensor.eq(current),
+            self.o.payload.row.eq(out_row),
             self.o.payload.line.eq(q.o.payload),
             q.o.ready.eq(self.o.ready),
         ]

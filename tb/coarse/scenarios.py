@@ -125,7 +125,11 @@ class SyncHost:
             out = unpack(self.layouts["o"], o_payload)
             if out["tensor"] not in self.got:
                 self.order.append(out["tensor"])
-            self.got.setdefault(out["tensor"], []).append(out["line"])
+            lines = self.got.setdefault(out["tensor"], [])
+            assert out["row"] == len(lines), (
+                f"cycle {self.cycle}: tensor {out['tensor']} row {out['row']} after "
+                f"{len(lines)} lines")
+            lines.append(out["line"])
         self.error = error
         self.cycle += 1
 
