@@ -8,9 +8,10 @@ from tb.coarse.run import SyncCoreBuild
 from tb.runner import SIMULATORS
 
 
-@pytest.mark.parametrize("dtype", ["int32", "float32"])
 @pytest.mark.parametrize("sim", SIMULATORS)
-def test_sync_core_in_both_simulators(sim, dtype):
-    results = SyncCoreBuild(sim, dtype).build().run(seed=3)
+def test_sync_core_in_both_simulators(sim):
+    """float32, whose sums depend on the order of the adds (int32 runs in amaranth.sim,
+    tests/test_coarse_sync_core.py)."""
+    results = SyncCoreBuild(sim, "float32").build().run(seed=3)
     assert "<crash>" not in results, results.get("<crash>")
     assert results["different_orders"].passed, results["different_orders"].message
