@@ -23,18 +23,10 @@ from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge, Timer
 
+from tb.cocotb_values import to_int as _to_int
 from tb.status import error_message, node_status, phase_stall_message, stall_message
 
 PARAMS_ENV = "ALLREDUCE_TB_PARAMS"
-
-
-def _to_int(value) -> int:
-    """A signal's value as an int, undefined (x/z) bits read as 0."""
-    try:
-        return int(value)
-    except ValueError:
-        text = str(value).lower().replace("x", "0").replace("z", "0")
-        return int(text, 2) if text else 0
 
 
 class StallError(AssertionError):

@@ -9,9 +9,6 @@ sums bit for bit against ``golden_model.coarse.functional.group_sum``.
 
 from __future__ import annotations
 
-import json
-import os
-import pathlib
 
 import cocotb
 import numpy as np
@@ -21,28 +18,20 @@ from cocotb.triggers import FallingEdge, ReadOnly
 from golden_model.elements import element_type
 from hdl.coarse import SyncCore
 
+from ..cocotb_values import params_from_env, to_int
 from .scenarios import (CLIENTS, QUEUE_LINES, TENSORS, SyncHost, client_orders,
                         copies_and_writes, expected_lines, layouts_of)
 
 PARAMS_ENV = "COARSE_TB_PARAMS"
 
 
-def _params():
-    path = os.environ.get(PARAMS_ENV)
-    return json.loads(pathlib.Path(path).read_text()) if path else {}
-
-
 def _int(handle) -> int:
-    try:
-        return int(handle.value)
-    except ValueError:          # x/z bits read as 0
-        text = str(handle.value).lower().replace("x", "0").replace("z", "0")
-        return int(text, 2) if text else 0
+    return to_int(handle.value)
 
 
 @cocotb.test()
 async def different_orders(dut):
-    params = _params()
+    params = params_from_env(PARAMS_ENV)
     etype = element_type(params.get("dtype", "float32"))
     seed = int(params.get("seed", 1))
     rng = np.random.default_rng(seed)

@@ -14,15 +14,14 @@ it applies the host's inputs, waits for ``ReadOnly`` and hands the settled outpu
 
 from __future__ import annotations
 
-import json
-import os
-import pathlib
 
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly
 
 from hdl.cxl import CXLMemConfig
+
+from ..cocotb_values import params_from_env, to_int
 
 from . import scenarios
 from .host import Host, Outputs
@@ -32,18 +31,13 @@ PARAMS_ENV = "CXL_TB_PARAMS"
 
 
 def _params():
-    path = os.environ.get(PARAMS_ENV)
-    params = json.loads(pathlib.Path(path).read_text()) if path else {}
+    params = params_from_env(PARAMS_ENV)
     params.setdefault("config", {})
     return params
 
 
 def _int(handle) -> int:
-    try:
-        return int(handle.value)
-    except ValueError:          # x/z bits (before reset) read as 0
-        text = str(handle.value).lower().replace("x", "0").replace("z", "0")
-        return int(text, 2) if text else 0
+    return to_int(handle.value)
 
 
 class TB:

@@ -1,0 +1,26 @@
+"""What every cocotb test module here needs from its simulator process: signal values as ints
+and its parameters from the JSON file its runner names (``tb.build.SimBuild.test``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+
+__all__ = ["to_int", "params_from_env"]
+
+
+def to_int(value) -> int:
+    """A signal's value as an int, undefined (x/z) bits read as 0."""
+    try:
+        return int(value)
+    except ValueError:
+        text = str(value).lower().replace("x", "0").replace("z", "0")
+        return int(text, 2) if text else 0
+
+
+def params_from_env(env: str) -> dict:
+    """The parameters in the JSON file named by the environment variable ``env`` ({} if
+    unset)."""
+    path = os.environ.get(env)
+    return json.loads(pathlib.Path(path).read_text()) if path else {}
