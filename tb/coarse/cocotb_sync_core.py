@@ -18,7 +18,7 @@ from cocotb.triggers import FallingEdge, ReadOnly
 from golden_model.elements import element_type
 from hdl.coarse import SyncCore
 
-from ..cocotb_values import params_from_env, to_int
+from ..cocotb_values import params_from_env, reset, to_int
 from .scenarios import (CLIENTS, QUEUE_LINES, TENSORS, SyncHost, client_orders,
                         copies_and_writes, expected_lines, layouts_of)
 
@@ -40,14 +40,8 @@ async def different_orders(dut):
     host = SyncHost(layouts_of(core), TENSORS, writes, seed=seed)
 
     Clock(dut.clk, 2, unit="ns").start()
-    for sig in (dut.program__valid, dut.write__valid, dut.o__ready):
-        sig.value = 0
-    dut.program__payload.value = 0
-    dut.write__payload.value = 0
-    dut.rst.value = 1
-    for _ in range(3):
-        await FallingEdge(dut.clk)
-    dut.rst.value = 0
+    await reset(dut, (dut.program__valid, dut.write__valid, dut.o__ready,
+                      dut.program__payload, dut.write__payload))
     while not host.done:
         assert host.cycle < 20 * len(writes) + 500, (
             f"stalled: {len(host.writes)} writes left, tensors out {sorted(host.got)}")

@@ -21,7 +21,7 @@ from cocotb.triggers import FallingEdge, ReadOnly
 
 from hdl.cxl import CXLMemConfig
 
-from ..cocotb_values import params_from_env, to_int
+from ..cocotb_values import params_from_env, reset, to_int
 
 from . import scenarios
 from .host import Host, Outputs
@@ -58,16 +58,8 @@ class TB:
             self.clock_started = True
         else:
             await FallingEdge(dut.clk)          # leave the ReadOnly phase of the last step
-        for sig in (dut.req__valid, dut.rwd__valid, dut.ndr__ready, dut.drs__ready,
-                    dut.csr__valid):
-            sig.value = 0
-        dut.req__payload.value = 0
-        dut.rwd__payload.value = 0
-        dut.csr__payload.value = 0
-        dut.rst.value = 1
-        for _ in range(3):
-            await FallingEdge(dut.clk)
-        dut.rst.value = 0
+        await reset(dut, (dut.req__valid, dut.rwd__valid, dut.ndr__ready, dut.drs__ready,
+                          dut.csr__valid, dut.req__payload, dut.rwd__payload, dut.csr__payload))
 
     def host(self, salt, **kwargs):
         return Host(self.config, seed=self.seed * 1000 + salt, **kwargs)
