@@ -12,7 +12,8 @@ from golden_model.coarse.functional import group_sum
 from .lines import line_value, random_lines
 
 __all__ = ["CLIENTS", "QUEUE_LINES", "TENSORS", "client_orders", "copies_and_writes",
-           "expected_lines", "SyncHost", "pack", "unpack", "layouts_of"]
+           "expected_lines", "SyncHost", "pack", "unpack", "layouts_of", "DEVICE_GROUPS",
+           "DEVICE_ROWS", "DeviceRingScenario", "DevicesHost"]
 
 CLIENTS, QUEUE_LINES = 3, 32
 #: tensor -> (base, rows, mask): slots packed in the client queues; tensor 3 has no copy here
@@ -135,6 +136,152 @@ class SyncHost:
 
 
 def layouts_of(core):
-    """``{"program", "write", "o"}``: the payload layouts of a ``SyncCore``'s streams."""
+    """``{"program", "write", "o"}``: the payload layouts of a ``SyncCore``'s streams (of
+    ``CoarseDevices``' sync cores too)."""
+    core = getattr(core, "cores", [core])[0]
     return {name: core.signature.members[name].signature.members["payload"].shape
             for name in ("program", "write", "o")}
+
+
+# --- the devices and their ring (hdl.coarse.CoarseDevices) -----------------------------------
+
+#: device -> the clients whose copies it receives (device 2 none: it contributes +0)
+DEVICE_GROUPS = {0: (0, 1), 1: (2,), 2: ()}
+DEVICE_ROWS = 3
+DEVICE_LINK_LATENCY = 2
+
+
+class DeviceRingScenario:
+    """One shard through ``CoarseDevices``: three workers' copies (``DEVICE_ROWS`` lines each)
+    to the devices of ``DEVICE_GROUPS``, the ring in ``direction``; everything a test needs:
+    ``topology``, ``config``, ``lowered``, ``copies`` (devices, clients, rows, lanes) bit
+    patterns, ``partials`` and ``expected`` (devices, elements) of the element type (the golden
+    model: ``group_sum``, then ``device_ring_schedule`` executed), ``writes`` per device."""
+
+    def __init__(self, etype, direction, seed=1):
+        from golden_model.coarse.functional import device_ring_schedule
+        from golden_model.executor import execute
+        from golden_model.lowering import lower
+        from golden_model.topology import parse_topology
+        from hdl.config import network_config_for
+        self.etype, self.direction = etype, direction
+        devices, clients = len(DEVICE_GROUPS), CLIENTS
+        rng = np.random.default_rng(seed)
+        lanes = 512 // etype.bits
+        self.elements = elements = DEVICE_ROWS * lanes
+        self.copies = random_lines(etype, rng, devices * clients * DEVICE_ROWS).reshape(
+            devices, clients, DEVICE_ROWS, lanes)
+        self.partials = np.stack([
+            group_sum(etype.from_bits(self.copies[v, list(g)].reshape(len(g), elements)),
+                      elements, etype.dtype) for v, g in DEVICE_GROUPS.items()])
+        self.expected = execute(device_ring_schedule(devices, elements, direction),
+                                self.partials)
+        self.topology = parse_topology(f"ring:{devices}", link_latency=DEVICE_LINK_LATENCY)
+        schedule = device_ring_schedule(devices, elements, direction).relabeled(
+            range(devices), topology=self.topology)
+        self.lowered = lower(schedule, elements_per_flit=128 // etype.bits)
+        self.config = network_config_for(self.lowered, dtype=etype.name,
+                                         elems_per_flit=128 // etype.bits,
+                                         link_latency=DEVICE_LINK_LATENCY)
+        self.writes = []
+        for v, group in DEVICE_GROUPS.items():
+            w = [(c, r, line_value(self.copies[v, c, r], etype)) for c in group
+                 for r in range(DEVICE_ROWS)]
+            rng.shuffle(w)
+            self.writes.append(w)
+
+    def unpack(self, flits):
+        """The devices' buffers read back (devices, buffer flits) words -> (devices, elements)."""
+        from hdl.host import flit_elements
+        return self.lowered.unpack(np.array([[flit_elements(self.config, w) for w in node]
+                                             for node in flits]))
+
+
+class DevicesHost:
+    """Drives ``CoarseDevices`` through a ``DeviceRingScenario``, cycle by cycle, whatever the
+    simulator: the ring's tables through each device's host port, the sync cores' programs,
+    the workers' writes (random gaps), until every device is idle; a start pulse; the wait for
+    ``done``; the read-back of every device's buffer (random back-pressure). ``drive()`` gives
+    the inputs of a cycle, ``sample()`` takes its settled outputs."""
+
+    def __init__(self, scenario, layouts, seed=1, max_cycles=5000):
+        from hdl.host import read_commands, table_commands
+        self.s = scenario
+        self.layouts = layouts
+        self.rng = np.random.default_rng(seed)
+        n = len(DEVICE_GROUPS)
+        cfg, low = scenario.config, scenario.lowered
+        self.cmds = [table_commands(cfg, low, v) for v in range(n)]
+        self.reads = [read_commands(cfg, low.buffer_flits) for _ in range(n)]
+        self.writes = [[pack(layouts["write"], client=c, tensor=0, row=r, line=line)
+                        for c, r, line in w] for w in scenario.writes]
+        self.programs = [pack(layouts["program"], tensor=0, base=0, last_row=DEVICE_ROWS - 1,
+                              mask=sum(1 << c for c in g)) for g in DEVICE_GROUPS.values()]
+        self.phase = "tables"
+        self.rsps = [[] for _ in range(n)]
+        self.cycle, self.max_cycles = 0, max_cycles
+        self.ring_cycles = None
+        self.error = 0
+        self._inp = None
+
+    @property
+    def done(self):
+        return self.phase == "finished"
+
+    def drive(self):
+        n = len(DEVICE_GROUPS)
+        inp = {"start": 0, "host_cmd_valid": [0] * n, "host_cmd": [0] * n,
+               "host_rsp_ready": [0] * n, "program_valid": [0] * n, "program": [0] * n,
+               "write_valid": [0] * n, "write": [0] * n}
+        if self.phase in ("tables", "read"):
+            queue = self.cmds if self.phase == "tables" else self.reads
+            for v in range(n):
+                if queue[v]:
+                    inp["host_cmd_valid"][v], inp["host_cmd"][v] = 1, queue[v][0]
+                inp["host_rsp_ready"][v] = int(self.rng.random() < 0.7)
+        elif self.phase == "program":
+            inp["program_valid"], inp["program"] = [1] * n, list(self.programs)
+        elif self.phase == "writes":
+            for v in range(n):
+                if self.writes[v] and self.rng.random() < 0.7:
+                    inp["write_valid"][v], inp["write"][v] = 1, self.writes[v][0]
+        elif self.phase == "start":
+            inp["start"] = 1
+        self._inp = inp
+        return inp
+
+    def sample(self, out):
+        """``out``: ``{host_cmd_ready, host_rsp_valid, host_rsp, busy}`` lists per device and
+        ``done``, ``error``, ``cycles``."""
+        inp, n = self._inp, len(DEVICE_GROUPS)
+        self.cycle += 1
+        assert self.cycle < self.max_cycles, f"stalled in phase {self.phase}"
+        self.error |= out["error"]
+        if self.phase in ("tables", "read"):
+            queue = self.cmds if self.phase == "tables" else self.reads
+            for v in range(n):
+                if inp["host_cmd_valid"][v] and out["host_cmd_ready"][v]:
+                    queue[v].pop(0)
+                if out["host_rsp_valid"][v] and inp["host_rsp_ready"][v]:
+                    self.rsps[v].append(out["host_rsp"][v])
+            if self.phase == "tables" and not any(queue):
+                self.phase = "program"
+            elif self.phase == "read" and not any(queue) and all(
+                    len(r) == self.s.lowered.buffer_flits for r in self.rsps):
+                self.phase = "finished"
+        elif self.phase == "program":
+            self.phase = "writes"
+        elif self.phase == "writes":
+            for v in range(n):
+                if inp["write_valid"][v]:
+                    self.writes[v].pop(0)
+            if not any(self.writes) and not any(out["busy"]) and not any(inp["write_valid"]):
+                self.phase = "start"
+        elif self.phase == "start":
+            self.phase = "wait"
+        elif self.phase == "wait" and out["done"]:
+            self.ring_cycles = out["cycles"]
+            self.phase = "read"
+
+    def result(self):
+        return self.s.unpack(self.rsps)
