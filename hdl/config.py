@@ -16,7 +16,8 @@ from .adders import hardware_adder
 __all__ = ["NIConfig", "FLOW_CONTROL_MODES", "HEAD_INFO_BITS", "SCHEDULE_ROW_BITS", "CHUNK_BITS",
            "FLOW_BITS", "COUNT_BITS", "STAGE_BITS",
            "FIELD_ADDR_BITS", "STEP_BITS", "MAX_PORTS", "MAX_LINK_STAGES", "full_rate_rx_depth",
-           "buffer_banks", "rotation_slack", "check_int", "SIZED_FIELDS", "schedule_needs", "check_schedule_fits",
+           "buffer_banks", "rotation_slack", "check_int", "check_pow2", "SIZED_FIELDS",
+           "schedule_needs", "check_schedule_fits",
            "network_config_for"]
 
 #: Flow-control modes: whole sub-messages (the MultiTree paper's) or one credit per flit.
@@ -70,6 +71,14 @@ def check_int(name, value, lo, hi=None):
             or value < lo or (hi is not None and value > hi)):
         bound = f"an integer >= {lo}" if hi is None else f"an integer in {lo}..{hi}"
         raise ValueError(f"{name} must be {bound}, not {value!r}")
+
+
+def check_pow2(name, value, lo, hi):
+    """:func:`check_int`, and ``ValueError`` naming ``name`` unless ``value`` is a power of
+    two."""
+    check_int(name, value, lo, hi)
+    if value & (value - 1):
+        raise ValueError(f"{name} must be a power of two in {lo}..{hi}, not {value!r}")
 
 
 @dataclass(frozen=True)

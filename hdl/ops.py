@@ -11,7 +11,7 @@ from amaranth.hdl import Cat, Const, Mux, Signal, Value
 from amaranth.utils import ceil_log2
 
 __all__ = ["eq_const", "lt_const", "ge_const", "is_zero", "select_word", "add_narrow",
-           "lt_unsigned", "shl_bounded", "first_set"]
+           "lt_unsigned", "shl_bounded", "first_set", "last_set"]
 
 
 def eq_const(value, k):
@@ -108,12 +108,22 @@ def shl_bounded(value, amount, width, max_amount):
 def first_set(m, bits, name):
     """``(any, index)`` of the lowest set bit of a list of 1-bit values, as two combinational
     signals named after ``name`` added to module ``m`` (index 0 when none is set)."""
+    return _priority(m, bits, reversed(range(len(bits))), name)
+
+
+def last_set(m, bits, name):
+    """``(any, index)`` of the highest set bit, as :func:`first_set` gives the lowest."""
+    return _priority(m, bits, range(len(bits)), name)
+
+
+def _priority(m, bits, order, name):
+    # the index multiplexer chain: the bit visited last takes precedence
     width = max(1, ceil_log2(len(bits)))
     index = Signal(width, name=f"{name}_index")
     any_ = Signal(name=f"{name}_any")
     m.d.comb += any_.eq(Cat(*bits).any())
     expr = Const(0, width)
-    for i in reversed(range(len(bits))):
+    for i in order:
         expr = Mux(bits[i], Const(i, width), expr)
     m.d.comb += index.eq(expr)
     return any_, index

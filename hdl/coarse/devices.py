@@ -79,10 +79,8 @@ class CoarseDevices(wiring.Component):
         mod.submodules.network = net
         n = len(self.cores)
         mod.d.comb += net.start.eq(self.start)
-        sync_error = Signal()
         mod.d.comb += [self.done.eq(net.done), self.cycles.eq(net.cycles),
-                       self.error.eq(net.error | sync_error)]
-        errors = []
+                       self.error.eq(net.error | Cat(*[c.error for c in self.cores]).any())]
         for v, core in enumerate(self.cores):
             mod.submodules[f"sync{v}"] = core
             for name in ("program", "write"):      # always ready: no ready to connect
@@ -93,7 +91,6 @@ class CoarseDevices(wiring.Component):
                            self.node_done[v].eq(net.node_done[v]),
                            self.node_error[v].eq(net.node_error[v]),
                            self.node_step[v].eq(net.node_step[v])]
-            errors.append(core.error)
 
             # one partial-sum line at a time, four flits into the NI's buffer
             line = Signal(512, name=f"line{v}")
@@ -121,5 +118,4 @@ class CoarseDevices(wiring.Component):
             with mod.Else():
                 wiring.connect(mod, wiring.flipped(self.host_cmd[v]), cmd)
             mod.d.comb += self.busy[v].eq(core.busy | holding)
-        mod.d.comb += sync_error.eq(Cat(*errors).any())
         return mod

@@ -22,13 +22,15 @@ pipeline registers do not stall).
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, ceil_log2
 
 from golden_model.elements import ElementType
 
 from ..adders import hardware_adder
+from ..config import check_int
+from ..fifo import make_fifo
 from ..ops import eq_const, lt_const, select_word
 
 __all__ = ["GroupReducer", "reducer_input", "LINE_BITS"]
@@ -85,8 +87,7 @@ class GroupReducer(wiring.Component):
         self.adder = hardware_adder(element_type)
         if slots is None:
             slots = self.adder.latency + 1
-        if isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= 64:
-            raise ValueError(f"slots must be an integer in 1..64, not {slots!r}")
+        check_int("slots", slots, 1, 64)
         self.element_type = element_type
         self.slots = slots
         self.latency = self.adder.latency
@@ -134,7 +135,7 @@ class GroupReducer(wiring.Component):
         slot_busy = Cat(*[st.valid & (st.slot == self.i.payload.slot) for st in in_flight]).any()
 
         depth = lat + 2
-        m.submodules.out_fifo = out = fifo.SyncFIFO(width=LINE_BITS, depth=depth)
+        m.submodules.out_fifo = out = make_fifo(width=LINE_BITS, depth=depth)
         m.d.comb += [out.w_data.eq(result), out.w_en.eq(leaving.valid & leaving.last)]
         # room for a last copy: the FIFO's level plus the last copies in flight below its
         # depth (a comparison per count, so no adder of mixed widths)

@@ -18,27 +18,18 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from ..ops import add_narrow, eq_const, first_set, lt_const
+from ..config import check_int, check_pow2
+from ..ops import add_narrow, eq_const, first_set, last_set, lt_const
 from ..ram import RAM
 from .group_reducer import LINE_BITS, GroupReducer
 
-__all__ = ["QueueReducer"]
+__all__ = ["QueueReducer", "shard_layout"]
 
 
-def lowest_set(bits, width):
-    """Index of the lowest set bit of ``bits`` (0 when none is), ``width`` bits."""
-    index = Const(0, width)
-    for c in reversed(range(len(bits))):
-        index = Mux(bits[c], Const(c, width), index)
-    return index
-
-
-def highest_set(bits, width):
-    """Index of the highest set bit of ``bits`` (0 when none is), ``width`` bits."""
-    index = Const(0, width)
-    for c in range(len(bits)):
-        index = Mux(bits[c], Const(c, width), index)
-    return index
+def shard_layout(queue_lines, clients):
+    """A shard in the client queues: ``{base, last_row, mask}`` (``QueueReducer.start``)."""
+    row_bits = ceil_log2(queue_lines)
+    return data.StructLayout({"base": row_bits, "last_row": row_bits, "mask": clients})
 
 
 class QueueReducer(wiring.Component):
@@ -77,12 +68,8 @@ class QueueReducer(wiring.Component):
     """
 
     def __init__(self, element_type, clients, queue_lines, slots=None):
-        for name, value, lo, hi in (("clients", clients, 1, 64),
-                                    ("queue_lines", queue_lines, 2, 1 << 20)):
-            if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-                raise ValueError(f"{name} must be an integer in {lo}..{hi:,}, not {value!r}")
-        if queue_lines & (queue_lines - 1):
-            raise ValueError(f"queue_lines must be a power of two, not {queue_lines!r}")
+        check_int("clients", clients, 1, 64)
+        check_pow2("queue_lines", queue_lines, 2, 1 << 20)
         self.reducer = GroupReducer(element_type, slots)
         self.clients, self.queue_lines = clients, queue_lines
         row_bits = ceil_log2(queue_lines)
@@ -90,9 +77,7 @@ class QueueReducer(wiring.Component):
             "write": In(stream.Signature(data.StructLayout({
                 "client": max(1, ceil_log2(clients)), "row": row_bits, "line": LINE_BITS}),
                 always_ready=True)),
-            "start": In(stream.Signature(data.StructLayout({"base": row_bits,
-                                                            "last_row": row_bits,
-                                                            "mask": clients}))),
+            "start": In(stream.Signature(shard_layout(queue_lines, clients))),
             "o": Out(stream.Signature(LINE_BITS)),
             "busy": Out(1),
         })
@@ -119,15 +104,17 @@ class QueueReducer(wiring.Component):
         base = Signal(row_bits)
         mask = Signal(n_c)
         zero = Signal()                     # no copy: +0 lines, one pass
+        m.d.comb += zero.eq(~mask.any())
         block = Signal(row_bits + 1)        # first row of the rows being interleaved
         client = Signal(client_bits)
         offset = Signal(max(1, ceil_log2(slots)))
-        first_client, top = Signal(client_bits), Signal(client_bits)
-        m.d.comb += [first_client.eq(lowest_set(mask, client_bits)),
-                     top.eq(highest_set(mask, client_bits))]
+        _, first_client = first_set(m, [mask[c] for c in range(n_c)], "first_client")
+        _, top = last_set(m, [mask[c] for c in range(n_c)], "last_client")
         _, next_client = first_set(m, [mask[c] & lt_const(client, c) for c in range(n_c)],
                                    "next_client")
 
+        _, start_client = first_set(m, [self.start.payload.mask[c] for c in range(n_c)],
+                                    "start_client")
         take_start = Signal()
         m.d.comb += [self.start.ready.eq(~self.busy),
                      take_start.eq(self.start.valid & self.start.ready)]
@@ -164,7 +151,8 @@ class QueueReducer(wiring.Component):
                 with m.If(~is_last_client):
                     m.d.sync += client.eq(next_client)
                 with m.Else():
-                    m.d.sync += [client.eq(first_client), block.eq(add_narrow(block, Const(slots)))]
+                    m.d.sync += [client.eq(first_client),
+                                 block.eq(add_narrow(block, Const(slots)))]
                     with m.If(at_last_row):
                         m.d.sync += active.eq(0)
         with m.Elif(held.valid & red.i.ready):
@@ -173,9 +161,8 @@ class QueueReducer(wiring.Component):
         with m.If(take_start):
             m.d.sync += [active.eq(1), last_row.eq(self.start.payload.last_row),
                          base.eq(self.start.payload.base),
-                         mask.eq(self.start.payload.mask), zero.eq(~self.start.payload.mask.any()),
-                         block.eq(0), offset.eq(0)]
-            m.d.sync += client.eq(lowest_set(self.start.payload.mask, client_bits))
+                         mask.eq(self.start.payload.mask), block.eq(0), offset.eq(0),
+                         client.eq(start_client)]
 
         m.d.comb += self.busy.eq(active | held.valid | red.busy)
         return m

@@ -21,9 +21,10 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for, ceil_log2
 
+from ..config import check_int
 from ..ops import add_narrow, eq_const, first_set, lt_unsigned, select_word
 from .group_reducer import LINE_BITS
-from .queue_reducer import QueueReducer
+from .queue_reducer import QueueReducer, shard_layout
 
 __all__ = ["SyncCore"]
 
@@ -65,9 +66,8 @@ class SyncCore(wiring.Component):
     """
 
     def __init__(self, element_type, clients, queue_lines, tensors):
-        for name, value, lo, hi in (("clients", clients, 1, 16), ("tensors", tensors, 1, 16)):
-            if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-                raise ValueError(f"{name} must be an integer in {lo}..{hi}, not {value!r}")
+        check_int("clients", clients, 1, 16)
+        check_int("tensors", tensors, 1, 16)
         self.queues = QueueReducer(element_type, clients, queue_lines)
         self.clients, self.queue_lines, self.tensors = clients, queue_lines, tensors
         rb = ceil_log2(queue_lines)
@@ -92,7 +92,7 @@ class SyncCore(wiring.Component):
         cw = bits_for(self.queue_lines)          # an arrival count: 0 .. queue_lines
         m.submodules.queues = q = self.queues
 
-        slot = data.StructLayout({"base": rb, "last_row": rb, "mask": n_c})
+        slot = shard_layout(self.queue_lines, n_c)
         slots = [Signal(slot, name=f"slot{t}") for t in range(n_t)]
         armed = Signal(n_t)
         counts = [[Signal(cw, name=f"count_c{c}_t{t}") for t in range(n_t)]
@@ -145,7 +145,8 @@ class SyncCore(wiring.Component):
             started = start & eq_const(next_t, t)
             programmed = self.program.valid & eq_const(p.tensor, t)
             with m.If(programmed):
-                m.d.sync += [slots[t].eq(Cat(p.base, p.last_row, p.mask)), armed[t].eq(1)]
+                m.d.sync += [slots[t].base.eq(p.base), slots[t].last_row.eq(p.last_row),
+                             slots[t].mask.eq(p.mask), armed[t].eq(1)]
             with m.Elif(started):
                 m.d.sync += armed[t].eq(0)
             for c in range(n_c):

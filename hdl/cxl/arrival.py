@@ -5,18 +5,19 @@
 ready (CXL links have no back-pressure: the host sends only with a credit). Each arriving
 message takes a **tracker** entry (its tag, until its response is accepted by the host) and is
 checked against the tags in flight: a duplicate is marked, to be answered with the error
-response. RwD messages go to a ``SyncFIFO`` of ``rwd_credits`` entries; Req messages to a
-shift queue of ``req_credits`` entries, each of which also counts the RwD messages that arrived
-before it and are still queued (``ahead``): a message is older than another iff it arrived in
-an earlier cycle; in one cycle the RwD message is the older. A message that finds its queue or
-the tracker full (the host sent without a credit) is dropped and sets the sticky ``error``.
+response. RwD messages go to a FIFO of ``rwd_credits`` entries (``hdl.fifo.make_fifo``: a
+1R1W memory above a few entries); Req messages to a shift queue of ``req_credits`` entries,
+each of which also counts the RwD messages that arrived before it and are still queued
+(``ahead``): a message is older than another iff it arrived in an earlier cycle; in one cycle
+the RwD message is the older. A message that finds its queue or the tracker full (the host sent without a credit) is dropped and sets the sticky ``error``.
 """
 
 from amaranth.hdl import Array, Cat, Module, Mux, Signal
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
+from ..fifo import make_fifo
 from ..ops import eq_const, first_set
 from .config import TAG_BITS, checked_config
 from .messages import M2SReq, M2SRwD
@@ -96,8 +97,7 @@ class RequestArrival(wiring.Component):
             m, [~trk_valid[i] & ~eq_const(free0, i) for i in range(n_trk)], "free1")
 
         # ---- queues ----------------------------------------------------------------------
-        m.submodules.rwd_queue = rwdq = fifo.SyncFIFO(width=rwd_entry.size,
-                                                      depth=cfg.rwd_credits)
+        m.submodules.rwd_queue = rwdq = make_fifo(width=rwd_entry.size, depth=cfg.rwd_credits)
         m.d.comb += [self.rwd_head.eq(rwdq.r_data), self.rwd_valid.eq(rwdq.r_rdy),
                      rwdq.r_en.eq(self.rwd_pop)]
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from amaranth.utils import ceil_log2
 
-from ..config import check_int
+from ..config import check_int, check_pow2
 
 __all__ = ["CXLMemConfig", "checked_config", "LINE_BYTES", "LINE_BITS", "LINE_ELEMENTS", "ADDR_BITS", "TAG_BITS"]
 
@@ -21,12 +21,6 @@ LINE_ELEMENTS = LINE_BYTES // 4
 ADDR_BITS = 46
 #: Width of the Tag field of every CXL.mem message.
 TAG_BITS = 16
-
-
-def _check_pow2(name, value, lo, hi):
-    check_int(name, value, lo, hi)
-    if value & (value - 1):
-        raise ValueError(f"{name} must be a power of two in {lo}..{hi}, not {value!r}")
 
 
 @dataclass(frozen=True)
@@ -92,7 +86,7 @@ class CXLMemConfig:
     default_timeout: int = 4096
 
     def __post_init__(self):
-        _check_pow2("num_banks", self.num_banks, 1, 16)
+        check_pow2("num_banks", self.num_banks, 1, 16)
         check_int("num_lines", self.num_lines, 2 * self.num_banks, 1 << 24)
         if self.num_lines % self.num_banks:
             raise ValueError(f"num_lines must be a multiple of num_banks = {self.num_banks}, "
@@ -102,7 +96,7 @@ class CXLMemConfig:
         check_int("ndr_depth", self.ndr_depth, 2, 64)
         check_int("drs_depth", self.drs_depth, 2, 64)
         check_int("hold_slots", self.hold_slots, 2, 32)
-        _check_pow2("num_tensors", self.num_tensors, 2, 256)
+        check_pow2("num_tensors", self.num_tensors, 2, 256)
         check_int("max_group_shift", self.max_group_shift, 0, 16)
         check_int("default_timeout", self.default_timeout, 1, (1 << 32) - 1)
 

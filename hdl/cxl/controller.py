@@ -28,9 +28,10 @@ Memory: ``num_banks`` ``hdl.ram.RAM`` banks of ``num_lines / num_banks`` lines o
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..fifo import make_fifo
 from ..ops import eq_const, lt_const, select_word
 from ..ram import RAM
 from .arrival import RequestArrival
@@ -134,8 +135,8 @@ class CXLMemController(wiring.Component):
 
         ndr_entry = data.StructLayout({"msg": S2MNDR, "slot": sw})
         drs_entry = data.StructLayout({"msg": S2MDRS, "slot": sw})
-        m.submodules.ndr_queue = ndrq = fifo.SyncFIFO(width=ndr_entry.size, depth=cfg.ndr_depth)
-        m.submodules.drs_queue = drsq = fifo.SyncFIFO(width=drs_entry.size, depth=cfg.drs_depth)
+        m.submodules.ndr_queue = ndrq = make_fifo(width=ndr_entry.size, depth=cfg.ndr_depth)
+        m.submodules.drs_queue = drsq = make_fifo(width=drs_entry.size, depth=cfg.drs_depth)
 
         # ---- stage B registers -------------------------------------------------------------
         sb = Signal(data.StructLayout({
