@@ -260,7 +260,8 @@ def _rows(results, family=ICE40):
     rows = []
     for r in results:
         g, fpga = r["generic"], r[family.name]
-        dtype = r["config"].get("dtype", "int32") if r["kind"] in ("ni", "adder", "coarse") else "-"
+        typed = r["kind"] in ("ni", "adder", "coarse")
+        dtype = r["config"].get("dtype", "int32") if typed else "-"
         rows.append({"name": r["name"], "summary": r["summary"], "dtype": dtype,
                      "cells": g["cells"],
                      "flip_flops": g["flip_flops"], "memory_bits": g["memory_bits"],

@@ -12,13 +12,11 @@ import pytest
 from amaranth.sim import Simulator
 
 from golden_model.elements import FLOAT32, INT32
-from hdl.coarse import CoarseDevices
-from tb.coarse.scenarios import (CLIENTS, DEVICE_GROUPS, DeviceRingScenario, DevicesHost,
-                                 layouts_of)
+from tb.coarse.scenarios import DEVICE_GROUPS, DeviceRingScenario, DevicesHost, layouts_of
 
 
 def run(scenario, seed=1):
-    top = CoarseDevices(scenario.topology, scenario.config, CLIENTS, queue_lines=4, tensors=1)
+    top = scenario.devices()
     host = DevicesHost(scenario, layouts_of(top), seed=seed)
     n = len(DEVICE_GROUPS)
 
@@ -73,7 +71,7 @@ def test_lint(tmp_path):
     from tb.toolchain import lint_verilog
     s = DeviceRingScenario(FLOAT32, 1)
     path = tmp_path / "coarse_devices.v"
-    to_verilog(CoarseDevices(s.topology, s.config, CLIENTS, 4, 2), path, name="coarse_devices")
+    to_verilog(s.devices(), path, name="coarse_devices")
     lint_verilog(path, "coarse_devices")
 
 
@@ -81,4 +79,4 @@ def test_refuses_flits_that_are_not_a_quarter_line():
     s = DeviceRingScenario(INT32, 1)
     config = dataclasses.replace(s.config, elems_per_flit=8)         # 256-bit flits
     with pytest.raises(ValueError, match="config must be an NIConfig with 128-bit flits"):
-        CoarseDevices(s.topology, config, CLIENTS, 4, 1)
+        s.devices(config)

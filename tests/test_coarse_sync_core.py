@@ -104,7 +104,8 @@ def test_unexpected_writes_set_the_error_and_change_nothing(bad):
 @pytest.mark.parametrize("kwargs, needle", [
     (dict(clients=0, queue_lines=16, tensors=2), "clients must be an integer in 1..16, not 0"),
     (dict(clients=2, queue_lines=16, tensors=17), "tensors must be an integer in 1..16, not 17"),
-    (dict(clients=2, queue_lines=10, tensors=2), "queue_lines must be a power of two in 2..1048576, not 10"),
+    (dict(clients=2, queue_lines=10, tensors=2),
+     "queue_lines must be a power of two in 2..1048576, not 10"),
 ])
 def test_bad_parameters(kwargs, needle):
     with pytest.raises(ValueError, match=needle):

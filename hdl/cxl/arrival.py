@@ -8,8 +8,9 @@ checked against the tags in flight: a duplicate is marked, to be answered with t
 response. RwD messages go to a FIFO of ``rwd_credits`` entries (``hdl.fifo.make_fifo``: a
 1R1W memory above a few entries); Req messages to a shift queue of ``req_credits`` entries,
 each of which also counts the RwD messages that arrived before it and are still queued
-(``ahead``): a message is older than another iff it arrived in an earlier cycle; in one cycle
-the RwD message is the older. A message that finds its queue or the tracker full (the host sent without a credit) is dropped and sets the sticky ``error``.
+(``ahead``): a message is older than another iff it arrived in an earlier cycle; in one
+cycle the RwD message is the older. A message that finds its queue or the tracker full (the
+host sent without a credit) is dropped and sets the sticky ``error``.
 """
 
 from amaranth.hdl import Array, Cat, Module, Mux, Signal

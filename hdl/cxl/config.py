@@ -10,7 +10,8 @@ from amaranth.utils import ceil_log2
 
 from ..config import check_int, check_pow2
 
-__all__ = ["CXLMemConfig", "checked_config", "LINE_BYTES", "LINE_BITS", "LINE_ELEMENTS", "ADDR_BITS", "TAG_BITS"]
+__all__ = ["CXLMemConfig", "checked_config", "LINE_BYTES", "LINE_BITS", "LINE_ELEMENTS",
+           "ADDR_BITS", "TAG_BITS"]
 
 #: CXL.mem moves 64-byte lines (address bits [51:6]).
 LINE_BYTES = 64

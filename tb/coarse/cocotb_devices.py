@@ -14,13 +14,9 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly
 
 from golden_model.elements import element_type
-from hdl.coarse import CoarseDevices
 
 from ..cocotb_values import params_from_env, reset, to_int
-from .scenarios import CLIENTS, DEVICE_GROUPS, DeviceRingScenario, DevicesHost, layouts_of
-
-PARAMS_ENV = "COARSE_TB_PARAMS"
-
+from .scenarios import DEVICE_GROUPS, PARAMS_ENV, DeviceRingScenario, DevicesHost, layouts_of
 
 @cocotb.test()
 async def device_ring(dut):
@@ -28,7 +24,7 @@ async def device_ring(dut):
     etype = element_type(params.get("dtype", "float32"))
     scenario = DeviceRingScenario(etype, int(params.get("direction", 1)),
                                   seed=int(params.get("seed", 1)))
-    top = CoarseDevices(scenario.topology, scenario.config, CLIENTS, 4, 1)
+    top = scenario.devices()
     host = DevicesHost(scenario, layouts_of(top), seed=int(params.get("seed", 1)))
     n = len(DEVICE_GROUPS)
 

@@ -19,10 +19,8 @@ from golden_model.elements import element_type
 from hdl.coarse import SyncCore
 
 from ..cocotb_values import params_from_env, reset, to_int
-from .scenarios import (CLIENTS, QUEUE_LINES, TENSORS, SyncHost, client_orders,
+from .scenarios import (CLIENTS, PARAMS_ENV, QUEUE_LINES, TENSORS, SyncHost, client_orders,
                         copies_and_writes, expected_lines, layouts_of)
-
-PARAMS_ENV = "COARSE_TB_PARAMS"
 
 
 def _int(handle) -> int:

@@ -4,29 +4,48 @@ their ring (``tb.coarse.cocotb_devices``)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from golden_model.elements import element_type
-from hdl.coarse import CoarseDevices, SyncCore
+from hdl.coarse import SyncCore
 from hdl.generate import to_verilog
 
 from ..build import SimBuild, cocotb_results
-from .scenarios import CLIENTS, QUEUE_LINES, TENSORS, DeviceRingScenario
+from .scenarios import CLIENTS, PARAMS_ENV, QUEUE_LINES, TENSORS, DeviceRingScenario
 
-__all__ = ["SyncCoreBuild", "DevicesBuild", "TEST_MODULE", "TOP"]
+__all__ = ["SyncCoreBuild", "DevicesBuild"]
 
-TEST_MODULE = "tb.coarse.cocotb_sync_core"
-PARAMS_ENV = "COARSE_TB_PARAMS"
-TOP = "sync_core"
+class _CoarseBuild(SimBuild):
+    """A COARSE design's simulator build and its cocotb module (``TEST_MODULE``), run with
+    ``test_params()`` and a seed. Verilator compiles at ``-O0`` by default: these runs are a few
+    hundred cycles, and for the devices ``-O0`` built in 54 s against 93 s at ``-O1`` (4 s to
+    run either way)."""
 
+    TOP = TEST_MODULE = None
 
-class SyncCoreBuild(SimBuild):
-    """One simulator build of the scenarios' ``SyncCore`` for element type ``dtype``. Verilator
-    compiles at ``-O0`` by default: these runs are a few hundred cycles, and for the devices
-    ``-O0`` built in 54 s against 93 s at ``-O1`` (4 s to run either way)."""
-
-    def __init__(self, sim: str, dtype: str = "float32", *, cxx_opt: str | None = "-O0",
-                 build_root=None):
-        super().__init__(sim, kind="coarse", label=f"sync-{dtype}", top=TOP, waves=False,
+    def __init__(self, sim: str, label: str, *, cxx_opt: str | None = "-O0", build_root=None):
+        super().__init__(sim, kind="coarse", label=label, top=self.TOP, waves=False,
                          cxx_opt=cxx_opt, build_root=build_root)
+
+    def test_params(self) -> dict:
+        raise NotImplementedError
+
+    def run(self, seed: int = 1) -> dict:
+        """Run the test with ``seed``; ``{test name: TestResult}``."""
+        params = {**self.test_params(), "seed": seed}
+        outcome = self.test(self.TEST_MODULE,
+                            self.run_dir("run-" + "-".join(map(str, params.values()))),
+                            params, PARAMS_ENV)
+        return cocotb_results(outcome)
+
+
+class SyncCoreBuild(_CoarseBuild):
+    """The scenarios' ``SyncCore`` for element type ``dtype``."""
+
+    TOP, TEST_MODULE = "sync_core", "tb.coarse.cocotb_sync_core"
+
+    def __init__(self, sim: str, dtype: str = "float32", **kwargs):
+        super().__init__(sim, f"sync-{dtype}", **kwargs)
         self.dtype = dtype
 
     @property
@@ -36,44 +55,30 @@ class SyncCoreBuild(SimBuild):
 
     def generate(self):
         core = SyncCore(element_type(self.dtype), CLIENTS, QUEUE_LINES, len(TENSORS))
-        return to_verilog(core, name=TOP)
+        return to_verilog(core, name=self.TOP)
 
-    def run(self, seed: int = 1) -> dict:
-        """Run the test with ``seed``; ``{test name: TestResult}``."""
-        outcome = self.test(TEST_MODULE, self.run_dir(f"run-{seed}"),
-                            {"dtype": self.dtype, "seed": seed}, PARAMS_ENV)
-        return cocotb_results(outcome)
+    def test_params(self):
+        return {"dtype": self.dtype}
 
 
-class DevicesBuild(SimBuild):
-    """One simulator build of the ``DeviceRingScenario``'s ``CoarseDevices`` for element type
-    ``dtype`` and ring ``direction`` (the NIs' schedule tables are loaded at run time, but
-    their sizes follow the scenario's schedule)."""
+class DevicesBuild(_CoarseBuild):
+    """The ``DeviceRingScenario``'s ``CoarseDevices`` for element type ``dtype`` and ring
+    ``direction`` (the NIs' schedule tables are loaded at run time; their sizes, and so the
+    build, are the scenario's)."""
 
-    TOP = "coarse_devices"
-    TEST_MODULE = "tb.coarse.cocotb_devices"
+    TOP, TEST_MODULE = "coarse_devices", "tb.coarse.cocotb_devices"
 
-    def __init__(self, sim: str, dtype: str = "float32", direction: int = 1, *,
-                 cxx_opt: str | None = "-O0", build_root=None):
-        super().__init__(sim, kind="coarse", label=f"devices-{dtype}", top=self.TOP,
-                         waves=False, cxx_opt=cxx_opt, build_root=build_root)
+    def __init__(self, sim: str, dtype: str = "float32", direction: int = 1, **kwargs):
+        super().__init__(sim, f"devices-{dtype}", **kwargs)
         self.dtype, self.direction = dtype, direction
-
-    def scenario(self, seed=1):
-        return DeviceRingScenario(element_type(self.dtype), self.direction, seed=seed)
+        self.scenario = DeviceRingScenario(element_type(dtype), direction)
 
     @property
     def design_key(self):
-        import dataclasses
-        return {"config": dataclasses.asdict(self.scenario().config), "clients": CLIENTS}
+        return {"config": dataclasses.asdict(self.scenario.config), "clients": CLIENTS}
 
     def generate(self):
-        s = self.scenario()
-        return to_verilog(CoarseDevices(s.topology, s.config, CLIENTS, 4, 1), name=self.TOP)
+        return to_verilog(self.scenario.devices(), name=self.TOP)
 
-    def run(self, seed: int = 1) -> dict:
-        """Run the test with ``seed``; ``{test name: TestResult}``."""
-        outcome = self.test(self.TEST_MODULE, self.run_dir(f"run-{self.direction}-{seed}"),
-                            {"dtype": self.dtype, "direction": self.direction, "seed": seed},
-                            PARAMS_ENV)
-        return cocotb_results(outcome)
+    def test_params(self):
+        return {"dtype": self.dtype, "direction": self.direction}

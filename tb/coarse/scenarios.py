@@ -11,9 +11,13 @@ from golden_model.coarse.functional import group_sum
 
 from .lines import line_value, random_lines
 
-__all__ = ["CLIENTS", "QUEUE_LINES", "TENSORS", "client_orders", "copies_and_writes",
-           "expected_lines", "SyncHost", "pack", "unpack", "layouts_of", "DEVICE_GROUPS",
-           "DEVICE_ROWS", "DeviceRingScenario", "DevicesHost"]
+__all__ = ["PARAMS_ENV", "CLIENTS", "QUEUE_LINES", "TENSORS", "client_orders",
+           "copies_and_writes", "expected_lines", "SyncHost", "pack", "unpack", "layouts_of",
+           "DEVICE_GROUPS", "DEVICE_ROWS", "DEVICE_QUEUE_LINES", "DeviceRingScenario",
+           "DevicesHost"]
+
+#: The environment variable naming the JSON parameters of the COARSE cocotb modules.
+PARAMS_ENV = "COARSE_TB_PARAMS"
 
 CLIENTS, QUEUE_LINES = 3, 32
 #: tensor -> (base, rows, mask): slots packed in the client queues; tensor 3 has no copy here
@@ -149,6 +153,8 @@ def layouts_of(core):
 DEVICE_GROUPS = {0: (0, 1), 1: (2,), 2: ()}
 DEVICE_ROWS = 3
 DEVICE_LINK_LATENCY = 2
+#: each device's client queues: one tensor slot of ``DEVICE_ROWS`` rows (a power of two >= it)
+DEVICE_QUEUE_LINES = 4
 
 
 class DeviceRingScenario:
@@ -189,6 +195,12 @@ class DeviceRingScenario:
                  for r in range(DEVICE_ROWS)]
             rng.shuffle(w)
             self.writes.append(w)
+
+    def devices(self, config=None):
+        """The ``CoarseDevices`` of this scenario (``config``: another ``NIConfig``)."""
+        from hdl.coarse import CoarseDevices
+        return CoarseDevices(self.topology, config or self.config, CLIENTS, DEVICE_QUEUE_LINES,
+                             tensors=1)
 
     def unpack(self, flits):
         """The devices' buffers read back (devices, buffer flits) words -> (devices, elements)."""
