@@ -8,6 +8,7 @@ from tb.coarse.run import DevicesBuild
 from tb.runner import SIMULATORS
 
 
+@pytest.mark.slow      # the Verilator build alone is 54 s: the default suite is near its budget
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_devices_in_both_simulators(sim):
     results = DevicesBuild(sim, "float32", -1).build().run(seed=5)
