@@ -178,6 +178,34 @@ class AllReduceSchedule:
         sched.validate()
         return sched
 
+    def rechunked(self, bounds):
+        """This schedule with chunk ``c`` covering ``[bounds[c], bounds[c+1])`` instead: the same
+        steps and transfers, those of chunks the new bounds leave empty dropped (as ``build``
+        does), validated. COARSE's device ring cuts a shard at whole 64-byte lines this way.
+
+        Parameters
+        ----------
+        bounds : sequence of int, shape (num_chunks + 1,)
+            Non-decreasing offsets from 0 to ``num_elements``.
+
+        Raises
+        ------
+        ValueError
+            If ``bounds`` has the wrong length, does not run from 0 to ``num_elements`` or
+            decreases.
+        """
+        bounds = np.asarray(bounds, dtype=np.int64)
+        if (bounds.shape != self.bounds.shape or bounds[0] != 0
+                or bounds[-1] != self.num_elements or np.any(np.diff(bounds) < 0)):
+            raise ValueError(f"chunk bounds must be {self.num_chunks + 1} non-decreasing offsets "
+                             f"from 0 to {self.num_elements}, not {bounds.tolist()}")
+        sizes = np.diff(bounds)
+        steps = [[t for t in step if sizes[t.chunk] > 0] for step in self.steps]
+        sched = AllReduceSchedule(self.algorithm, self.topology, self.num_elements, bounds,
+                                  steps, self.contention_free, dict(self.meta))
+        sched.validate()
+        return sched
+
     def validate(self):
         """Check the IR's invariants; raise ``ScheduleError`` naming the first one broken.
 

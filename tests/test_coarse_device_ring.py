@@ -26,7 +26,7 @@ def test_device_ring_on_nis_matches_the_golden_model(etype, devices, direction):
                                   [:, :elements]), elements, etype.dtype)
         for _ in range(devices)])
     topo = parse_topology(f"ring:{devices}", link_latency=2)
-    schedule = device_ring_schedule(devices, elements, direction).relabeled(
+    schedule = device_ring_schedule(devices, elements, direction, 512 // etype.bits).relabeled(
         range(devices), topology=topo)
     result, expected, cycles, _ = simulate_allreduce(
         topo, schedule, vectors=partials, link_latency=2, dtype=etype.name,
@@ -34,7 +34,7 @@ def test_device_ring_on_nis_matches_the_golden_model(etype, devices, direction):
     bits = etype.to_bits
     assert np.array_equal(bits(result), bits(expected))
     with np.errstate(invalid="ignore", over="ignore"):
-        want = reference_ring(partials[ring_order(devices, direction)])
+        want = reference_ring(partials[ring_order(devices, direction)], 512 // etype.bits)
     if etype.is_float:          # numpy's sums keep NaN payloads; the golden add's NaN is one
         want.view(etype.unsigned)[np.isnan(want)] = etype.canonical_nan
     assert all(np.array_equal(bits(row), bits(want)) for row in result)

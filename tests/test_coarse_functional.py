@@ -19,11 +19,13 @@ from golden_model.errors import ConfigError
 TENSORS = [(3, "big", 50_000), (2, "small", 37), (1, "mid", 1_001), (0, "first", 5)]
 
 
-def reference_ring(partials):
-    """Ring all-reduce summation order over the rows of ``partials`` (ring positions)."""
+def reference_ring(partials, per_line=16):
+    """Ring all-reduce summation order over the rows of ``partials`` (ring positions), chunks
+    cut at whole lines of ``per_line`` elements (1: the GPU ring's element chunks)."""
     k, n = partials.shape
     out = np.empty(n, dtype=partials.dtype)
-    bounds = np.concatenate(([0], np.cumsum([n // k + (i < n % k) for i in range(k)])))
+    lines = -(-n // per_line)
+    bounds = [min(n, per_line * (c * (lines // k) + min(c, lines % k))) for c in range(k + 1)]
     for c in range(k):
         lo, hi = bounds[c], bounds[c + 1]
         acc = partials[c, lo:hi].copy()
@@ -50,7 +52,7 @@ def reference(cfg, tables, grads):
                         acc = acc + g[w, lo:hi]
                     partials[v] = acc
             order = list(range(m)) if shard.direction > 0 else [0, *range(m - 1, 0, -1)]
-            want[lo:hi] = reference_ring(partials[order])
+            want[lo:hi] = reference_ring(partials[order], 64 // g.dtype.itemsize)
         out[route.layer] = want
     return out
 
@@ -131,7 +133,7 @@ def test_direct_layers_use_the_gpu_ring():
     res = synchronise(cfg, tables, grads, direct={0, 1})
     for layer in (0, 1):
         assert np.array_equal(res.gradients[layer],
-                              np.broadcast_to(reference_ring(grads[layer]), grads[layer].shape))
+                              np.broadcast_to(reference_ring(grads[layer], 1), grads[layer].shape))
         assert all((layer, 0) not in dev for dev in res.storage)
 
 
@@ -210,9 +212,9 @@ def test_the_device_ring_schedule_runs_each_direction_in_its_order(devices, dtyp
     rng = np.random.default_rng(devices)
     partials = (rng.standard_normal((devices, 23)) * 1e3).astype(dtype)
     for direction in (1, -1):
-        sched = device_ring_schedule(devices, 23, direction)
+        sched = device_ring_schedule(devices, 23, direction, 4)
         got = execute(sched, partials)
-        want = reference_ring(partials[ring_order(devices, direction)])
+        want = reference_ring(partials[ring_order(devices, direction)], 4)
         assert all(np.array_equal(row, want) for row in got)
         links = {link for _, t in sched.transfers() for link in t.route}
         step = 1 if direction > 0 else -1
@@ -221,6 +223,24 @@ def test_the_device_ring_schedule_runs_each_direction_in_its_order(devices, dtyp
 
 def test_relabeled_rejects_a_mapping_that_is_not_a_permutation():
     from golden_model.coarse.functional import device_ring_schedule
-    sched = device_ring_schedule(3, 9, 1)
+    sched = device_ring_schedule(3, 9, 1, 16)
     with pytest.raises(ValueError, match=r"permutation of 0..2, not \[0, 0, 1\]"):
         sched.relabeled([0, 0, 1])
+
+
+def test_the_device_ring_cuts_chunks_at_whole_lines():
+    """A 5-line shard (70 float32 elements, the last line partial) on 3 devices: chunks of 2, 2
+    and 1 lines, that is elements [0, 32), [32, 64), [64, 70); one line on 3 devices leaves two
+    chunks empty and their transfers dropped."""
+    from golden_model.coarse.functional import device_ring_schedule
+    assert device_ring_schedule(3, 70, 1, 16).bounds.tolist() == [0, 32, 64, 70]
+    one = device_ring_schedule(3, 10, -1, 16)
+    assert one.bounds.tolist() == [0, 10, 10, 10]
+    assert {t.chunk for _, t in one.transfers()} == {0}
+
+
+def test_rechunked_rejects_bounds_that_do_not_cover_the_vector():
+    from golden_model.coarse.functional import device_ring_schedule
+    sched = device_ring_schedule(3, 9, 1, 16)
+    with pytest.raises(ValueError, match=r"4 non-decreasing offsets from 0 to 9, not \[0, 5, 4, 9\]"):
+        sched.rechunked([0, 5, 4, 9])

@@ -12,10 +12,11 @@ clients' routing tables:
    partial sums around their ring in the shard's direction: the golden model's ring all-reduce
    (``algorithms.ring`` on ``ring:M``, run by ``executor.execute``), clockwise over devices
    ``0, 1, .., M-1`` or counter-clockwise over ``0, M-1, .., 1`` (``device_ring_schedule``:
-   the ring schedule with its positions played by the devices in that order, the schedule the
-   hardware's device NIs run). So the ring of the executor
-   fixes the summation order: chunk ``c`` of the shard (``schedule.chunk_bounds(n, M)``) is
-   ``P[c+M-1] + (... + (P[c+1] + P[c]))`` over ring positions mod M. The result is kept in the
+   the ring schedule with its positions played by the devices in that order and its chunks cut
+   at whole 64-byte lines, the schedule the hardware's device NIs run). So the ring of the
+   executor fixes the summation order: chunk ``c`` of the shard (lines
+   ``schedule.chunk_bounds(L, M)`` of its L lines) is ``P[c+M-1] + (... + (P[c+1] + P[c]))``
+   over ring positions mod M. The result is kept in the
    device's *parameter storage*.
 3. *Clients pull*: each client's proxy caches the reduced shard (its *parameter cache*) and the
    client reads it from there into its gradient buffer.
@@ -36,9 +37,12 @@ from ..algorithms import build_schedule
 from ..errors import ConfigError
 from ..elements import element_type_of
 from ..executor import execute
+from ..schedule import chunk_bounds
 from ..training import cached_topology
+from .lines import LINE_BYTES
 
-__all__ = ["SyncResult", "synchronise", "ring_order", "group_sum", "device_ring_schedule"]
+__all__ = ["SyncResult", "synchronise", "ring_order", "group_sum", "device_ring_schedule",
+           "line_elements"]
 
 
 @functools.lru_cache(maxsize=256)
@@ -77,14 +81,27 @@ def ring_order(devices, direction):
     return list(range(devices)) if direction > 0 else [0, *range(devices - 1, 0, -1)]
 
 
+def line_elements(dtype):
+    """Elements of ``dtype`` in a 64-byte line (``lines.LINE_BYTES``): 16 int32 or float32, 32
+    bfloat16, 8 float64."""
+    return LINE_BYTES // np.dtype(dtype).itemsize
+
+
 @functools.lru_cache(maxsize=256)
-def device_ring_schedule(devices, elements, direction):
+def device_ring_schedule(devices, elements, direction, per_line):
     """The device ring's all-reduce of a shard of ``elements`` elements: the ring schedule of
     ``ring:devices`` with ring position ``p`` played by device ``ring_order(devices,
     direction)[p]`` (``AllReduceSchedule.relabeled``), so that device ``v`` starts from its own
     partial sums and the counter-clockwise ring runs over the links of the other direction.
-    The same schedule drives the devices' NIs in hardware."""
-    return _ring_schedule(devices, elements).relabeled(ring_order(devices, direction))
+    The ring's M chunks are cut at whole lines of ``per_line`` elements
+    (``AllReduceSchedule.rechunked``): chunk ``c`` is lines ``chunk_bounds(L, M)[c] ..
+    [c+1]`` of the shard's ``L = ceil(elements / per_line)`` lines (the last line may be
+    partial), because the sync cores move whole lines; a shard of fewer lines than devices has
+    empty chunks. The same schedule drives the devices' NIs in hardware."""
+    lines = -(-elements // per_line)
+    bounds = np.minimum(chunk_bounds(lines, devices) * per_line, elements)
+    return _ring_schedule(devices, elements).rechunked(bounds).relabeled(
+        ring_order(devices, direction))
 
 
 @dataclass
@@ -173,7 +190,8 @@ def synchronise(config, tables, gradients, direct=()):
             # 2. sync cores: sum the queues in client order, then the ring across devices
             partial = np.stack([group_sum(g[clients, lo:hi], hi - lo, g.dtype)
                                 for clients in queues])
-            reduced = execute(device_ring_schedule(m, hi - lo, shard.direction), partial)
+            reduced = execute(device_ring_schedule(m, hi - lo, shard.direction,
+                                                   line_elements(g.dtype)), partial)
             for v in range(m):
                 storage[v][(route.layer, lo)] = reduced[v]
             # 3. each client's proxy caches the shard; the client reads it from the cache

@@ -180,10 +180,10 @@ class DeviceRingScenario:
         self.partials = np.stack([
             group_sum(etype.from_bits(self.copies[v, list(g)].reshape(len(g), elements)),
                       elements, etype.dtype) for v, g in DEVICE_GROUPS.items()])
-        self.expected = execute(device_ring_schedule(devices, elements, direction),
+        self.expected = execute(device_ring_schedule(devices, elements, direction, lanes),
                                 self.partials)
         self.topology = parse_topology(f"ring:{devices}", link_latency=DEVICE_LINK_LATENCY)
-        schedule = device_ring_schedule(devices, elements, direction).relabeled(
+        schedule = device_ring_schedule(devices, elements, direction, lanes).relabeled(
             range(devices), topology=self.topology)
         self.lowered = lower(schedule, elements_per_flit=128 // etype.bits)
         self.config = network_config_for(self.lowered, dtype=etype.name,
