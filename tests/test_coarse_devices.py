@@ -38,6 +38,7 @@ def run(scenario, seed=1):
                 "host_rsp": [ctx.get(top.host_rsp[v].payload.data) for v in range(n)],
                 "busy": [ctx.get(top.busy[v]) for v in range(n)],
                 "done": ctx.get(top.done), "error": ctx.get(top.error),
+                "staged": ctx.get(top.staged),
                 "cycles": ctx.get(top.cycles)})
             await ctx.tick()
 

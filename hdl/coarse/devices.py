@@ -1,16 +1,15 @@
-"""``CoarseDevices``: M memory devices' sync cores joined by their NIs in the device ring
-(docs/hardware.md, "COARSE system in hardware").
+"""``CoarseDevices``: M memory devices joined by their NIs in the device ring (docs/hardware.md,
+"COARSE system in hardware").
 
-Each device ``v`` has a ``SyncCore`` (client queues with a slot per tensor, client-order
-reduction) and node ``v`` of a ``Network`` on ``ring:M``. A partial-sum line that the sync core
-gives for row ``r`` of a shard goes into the NI's buffer as four 128-bit flits at addresses
-``4r .. 4r + 3`` (element ``e`` of the line is element ``e`` of the shard's row, the layout
-``golden_model.lowering`` gives a shard whose ring chunks are whole flits); the NI's host port
-carries these writes and the host's own commands (the ring's schedule tables per shard, and the
-read-back of the reduced shard), the sync core's first. The ring is
-``golden_model.coarse.functional.device_ring_schedule`` in the shard's direction. The host
-port takes one flit per cycle, so a device fills its NI buffer at a quarter of a line per cycle:
-the ring, not the reduction, sets the pace.
+Device ``v`` is a ``MemoryDevice`` (sync core, parameter storage) on node ``v`` of a ``Network``
+on ``ring:M``. The devices reduce one tensor at a time, all the same one: when every device is
+idle, the lowest tensor complete on every device is **offered** (each device's ``allow``) until
+each device's sync core has started it; its partial sums go into the devices' NI buffers; when
+all are there (``staged``), the host loads the ring's tables (the ring is
+``golden_model.coarse.functional.device_ring_schedule`` in the tensor's direction, sized to the
+tensor) through ``host_cmd`` and pulses ``start``; when the network is ``done`` every device
+drains the reduced tensor into its parameter storage, where ``read`` serves it. A device with
+no client copy of a tensor (empty mask) contributes +0 lines.
 """
 
 from amaranth.hdl import Cat, Module, Signal
@@ -18,15 +17,14 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..config import NIConfig
-from ..host import TARGET_BUFFER
 from ..network import Network
-from ..ops import eq_const, select_word
-from .sync_core import SyncCore
+from ..ops import first_set
+from .device import FLIT_BITS, FLITS_PER_LINE, MemoryDevice
 
 __all__ = ["CoarseDevices", "FLITS_PER_LINE"]
 
-#: 128-bit flits per 64-byte line.
-FLITS_PER_LINE = 4
+#: ``MemoryDevice`` members that ``CoarseDevices`` repeats per device.
+_PER_DEVICE = ("program", "write", "read", "rdata", "reduced", "slots", "busy")
 
 
 class CoarseDevices(wiring.Component):
@@ -43,14 +41,15 @@ class CoarseDevices(wiring.Component):
 
     Members
     -------
-    program, write : ``In(...).array(M)``
-        Device ``v``'s ``SyncCore.program`` and ``SyncCore.write``.
+    program, write, read, rdata, reduced, slots, busy : arrays of M
+        Device ``v``'s ``MemoryDevice`` members.
     host_cmd, host_rsp, start, node_start, done, error, cycles, node_done, node_error,
     node_step
-        As ``Network``'s (``error`` also when a sync core's is set); ``host_cmd[v]`` is ready
-        only when the sync core has no flit to write.
-    busy : ``Out(1).array(M)``
-        Device ``v``'s sync core is busy or its last line is not all in the NI's buffer.
+        As ``Network``'s (``host_*`` through each ``MemoryDevice``; ``error`` also when a sync
+        core's is set).
+    staged : ``Out(1)``, staged_tensor : ``Out(tensor bits)``
+        Every device has the offered tensor's partial sums in its NI buffer: load the ring's
+        tables and ``start``.
 
     Raises
     ------
@@ -60,62 +59,71 @@ class CoarseDevices(wiring.Component):
     """
 
     def __init__(self, topology, config, clients, queue_lines, tensors):
-        if not isinstance(config, NIConfig) or config.flit_width * FLITS_PER_LINE != 512:
+        if not isinstance(config, NIConfig) or config.flit_width != FLIT_BITS:
             raise ValueError(f"config must be an NIConfig with 128-bit flits, not {config!r}")
         self.network = Network(topology, config)
         m = topology.num_nodes
-        self.cores = [SyncCore(config.element_type, clients, queue_lines, tensors)
-                      for _ in range(m)]
+        self.tensors = tensors
+        self.devices = [MemoryDevice(config.element_type, clients, queue_lines, tensors)
+                        for _ in range(m)]
         members = dict(self.network.signature.members)
-        core = self.cores[0].signature.members
-        members.update(program=In(core["program"].signature).array(m),
-                       write=In(core["write"].signature).array(m),
-                       busy=Out(1).array(m))
+        dev = self.devices[0].signature.members
+        for name in _PER_DEVICE:
+            members[name] = dev[name].array(m)
+        members.update(staged=Out(1), staged_tensor=dev["staged_tensor"])
         super().__init__(members)
 
     def elaborate(self, platform):
         mod = Module()
         net = self.network
         mod.submodules.network = net
-        n = len(self.cores)
+        devs = self.devices
+        n, n_t = len(devs), self.tensors
         mod.d.comb += net.start.eq(self.start)
         mod.d.comb += [self.done.eq(net.done), self.cycles.eq(net.cycles),
-                       self.error.eq(net.error | Cat(*[c.error for c in self.cores]).any())]
-        for v, core in enumerate(self.cores):
-            mod.submodules[f"sync{v}"] = core
-            for name in ("program", "write"):      # always ready: no ready to connect
-                outer, inner = getattr(self, name)[v], getattr(core, name)
-                mod.d.comb += [inner.valid.eq(outer.valid), inner.payload.eq(outer.payload)]
-            wiring.connect(mod, net.host_rsp[v], wiring.flipped(self.host_rsp[v]))
+                       self.error.eq(net.error | Cat(*[d.error for d in devs]).any())]
+
+        # the offer: the lowest tensor complete on every device, until each has started it
+        offer = Signal(n_t)
+        waiting = Signal(n)
+        common = Signal(n_t)
+        all_idle = Signal()
+        every = devs[0].complete
+        for d in devs[1:]:
+            every = every & d.complete
+        mod.d.comb += [common.eq(every), all_idle.eq(Cat(*[d.idle for d in devs]).all())]
+        any_common, lowest = first_set(mod, list(common), "common")
+        with mod.If(offer.any()):
+            mod.d.sync += waiting.eq(waiting & Cat(*[(d.complete & offer).any() for d in devs]))
+            with mod.If(~waiting.any()):
+                mod.d.sync += offer.eq(0)
+        with mod.Elif(all_idle & any_common):
+            mod.d.sync += [offer.eq(1 << lowest), waiting.eq((1 << n) - 1)]
+
+        ringing = Signal()
+        with mod.If(self.start):
+            mod.d.sync += ringing.eq(1)
+        with mod.Elif(net.done):
+            mod.d.sync += ringing.eq(0)
+
+        for v, dev in enumerate(devs):
+            mod.submodules[f"device{v}"] = dev
+            for name in ("program", "write", "read"):
+                wiring.connect(mod, wiring.flipped(getattr(self, name)[v]), getattr(dev, name))
+            mod.d.comb += [self.rdata[v].eq(dev.rdata), self.reduced[v].eq(dev.reduced),
+                           self.busy[v].eq(dev.busy),
+                           dev.allow.eq(offer & waiting[v].replicate(n_t)),
+                           dev.ring_done.eq(ringing & net.done)]
+            for t in range(n_t):
+                mod.d.comb += self.slots[v][t].eq(dev.slots[t])
+            wiring.connect(mod, dev.ni_cmd, net.host_cmd[v])
+            wiring.connect(mod, net.host_rsp[v], dev.ni_rsp)
+            wiring.connect(mod, wiring.flipped(self.host_cmd[v]), dev.host_cmd)
+            wiring.connect(mod, dev.host_rsp, wiring.flipped(self.host_rsp[v]))
             mod.d.comb += [net.node_start[v].eq(self.node_start[v]),
                            self.node_done[v].eq(net.node_done[v]),
                            self.node_error[v].eq(net.node_error[v]),
                            self.node_step[v].eq(net.node_step[v])]
-
-            # one partial-sum line at a time, four flits into the NI's buffer
-            line = Signal(512, name=f"line{v}")
-            row = Signal(len(core.o.payload.row), name=f"row{v}")
-            flit = Signal(2, name=f"flit{v}")
-            holding = Signal(name=f"holding{v}")
-            cmd = net.host_cmd[v]
-            mod.d.comb += core.o.ready.eq(~holding)
-            with mod.If(core.o.valid & ~holding):
-                mod.d.sync += [line.eq(core.o.payload.line), row.eq(core.o.payload.row),
-                               flit.eq(0), holding.eq(1)]
-            with mod.If(holding):
-                mod.d.comb += [
-                    cmd.valid.eq(1),
-                    cmd.payload.write.eq(1),
-                    cmd.payload.target.eq(TARGET_BUFFER),
-                    cmd.payload.addr.eq(Cat(flit, row)),
-                    cmd.payload.data.eq(select_word(line, flit, 128, FLITS_PER_LINE)),
-                    self.host_cmd[v].ready.eq(0),
-                ]
-                with mod.If(cmd.ready):
-                    mod.d.sync += flit.eq(flit + 1)
-                    with mod.If(eq_const(flit, FLITS_PER_LINE - 1)):
-                        mod.d.sync += holding.eq(0)
-            with mod.Else():
-                wiring.connect(mod, wiring.flipped(self.host_cmd[v]), cmd)
-            mod.d.comb += self.busy[v].eq(core.busy | holding)
+        mod.d.comb += [self.staged.eq(Cat(*[d.staged for d in devs]).all()),
+                       self.staged_tensor.eq(devs[0].staged_tensor)]
         return mod

@@ -52,6 +52,13 @@ class SyncCore(wiring.Component):
     o : ``Out(stream.Signature({tensor, row, line}))``
         Each started tensor's partial sums, ``last_row + 1`` lines in row order (``row`` from
         0).
+    allow : ``In(tensors)``, all ones after reset
+        Only a complete tensor whose bit is set may start (a system starts the same tensor on
+        every device with it).
+    complete : ``Out(tensors)``
+        Bit ``t``: tensor ``t`` is armed and every masked client's copy is in.
+    slots : ``Out(shard_layout).array(tensors)``
+        Each tensor's slot as last programmed (``{base, last_row, mask}``).
     busy : ``Out(1)``
         A tensor is complete and not yet started, or is being reduced, or its sums are not all
         taken.
@@ -80,6 +87,9 @@ class SyncCore(wiring.Component):
                 "line": LINE_BITS}), always_ready=True)),
             "o": Out(stream.Signature(data.StructLayout({"tensor": tb, "row": rb,
                                                          "line": LINE_BITS}))),
+            "allow": In(tensors, init=(1 << tensors) - 1),
+            "complete": Out(tensors),
+            "slots": Out(shard_layout(queue_lines, clients)).array(tensors),
             "busy": Out(1),
             "error": Out(1),
         })
@@ -126,7 +136,11 @@ class SyncCore(wiring.Component):
             m.d.comb += rows.eq(slots[t].last_row + 1)
             done = [~slots[t].mask[c] | (counts[c][t] == rows) for c in range(n_c)]
             complete.append(armed[t] & Cat(*done).all())
-        any_complete, next_t = first_set(m, complete, "complete")
+        m.d.comb += self.complete.eq(Cat(*complete))
+        for t in range(n_t):
+            m.d.comb += self.slots[t].eq(slots[t])
+        startable = self.complete & self.allow
+        any_complete, next_t = first_set(m, list(startable), "complete")
         start = Signal()
         m.d.comb += [start.eq(any_complete & q.start.ready),
                      q.start.valid.eq(any_complete),

@@ -58,6 +58,7 @@ async def device_ring(dut):
             "host_rsp": [to_int(port("host_rsp", v, "payload").value) for v in range(n)],
             "busy": [to_int(getattr(dut, f"busy__{v}").value) for v in range(n)],
             "done": to_int(dut.done.value), "error": to_int(dut.error.value),
+            "staged": to_int(dut.staged.value),
             "cycles": to_int(dut.cycles.value)})
     assert host.error == 0
     bits = etype.to_bits

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from golden_model.coarse.functional import group_sum
+from hdl.coarse.sync_core import SyncCore
 
 from .lines import line_value, random_lines
 
@@ -142,7 +143,8 @@ class SyncHost:
 def layouts_of(core):
     """``{"program", "write", "o"}``: the payload layouts of a ``SyncCore``'s streams (of
     ``CoarseDevices``' sync cores too)."""
-    core = getattr(core, "cores", [core])[0]
+    while not isinstance(core, SyncCore):
+        core = core.devices[0] if hasattr(core, "devices") else core.core
     return {name: core.signature.members[name].signature.members["payload"].shape
             for name in ("program", "write", "o")}
 
@@ -212,8 +214,9 @@ class DeviceRingScenario:
 class DevicesHost:
     """Drives ``CoarseDevices`` through a ``DeviceRingScenario``, cycle by cycle, whatever the
     simulator: the ring's tables through each device's host port, the sync cores' programs,
-    the workers' writes (random gaps), until every device is idle; a start pulse; the wait for
-    ``done``; the read-back of every device's buffer (random back-pressure). ``drive()`` gives
+    the workers' writes (random gaps), until the devices have staged the shard; a start pulse;
+    the wait for ``done`` and for the devices to drain it into their parameter storage; the
+    read-back of every device's buffer (random back-pressure). ``drive()`` gives
     the inputs of a cycle, ``sample()`` takes its settled outputs."""
 
     def __init__(self, scenario, layouts, seed=1, max_cycles=5000):
@@ -264,7 +267,7 @@ class DevicesHost:
 
     def sample(self, out):
         """``out``: ``{host_cmd_ready, host_rsp_valid, host_rsp, busy}`` lists per device and
-        ``done``, ``error``, ``cycles``."""
+        ``done``, ``error``, ``cycles``, ``staged``."""
         inp, n = self._inp, len(DEVICE_GROUPS)
         self.cycle += 1
         assert self.cycle < self.max_cycles, f"stalled in phase {self.phase}"
@@ -287,12 +290,14 @@ class DevicesHost:
             for v in range(n):
                 if inp["write_valid"][v]:
                     self.writes[v].pop(0)
-            if not any(self.writes) and not any(out["busy"]) and not any(inp["write_valid"]):
+            if not any(self.writes) and out["staged"]:
                 self.phase = "start"
         elif self.phase == "start":
             self.phase = "wait"
         elif self.phase == "wait" and out["done"]:
             self.ring_cycles = out["cycles"]
+            self.phase = "drain"
+        elif self.phase == "drain" and not any(out["busy"]):
             self.phase = "read"
 
     def result(self):
