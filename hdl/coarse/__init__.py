@@ -6,5 +6,6 @@ from .devices import CoarseDevices
 from .group_reducer import GroupReducer, reducer_input
 from .queue_reducer import QueueReducer
 from .sync_core import SyncCore
+from .system import CoarseSystem
 
-__all__ = ["CoarseDevices", "MemoryDevice", "GroupReducer", "QueueReducer", "SyncCore", "reducer_input"]
+__all__ = ["CoarseDevices", "CoarseSystem", "MemoryDevice", "GroupReducer", "QueueReducer", "SyncCore", "reducer_input"]
