@@ -6,6 +6,7 @@ the devices reduce them in client order and around their ring, and the workers p
 
 import numpy as np
 import pytest
+from amaranth.hdl import Value
 from amaranth.sim import Simulator
 
 from golden_model.coarse.config import parse_system
@@ -20,34 +21,14 @@ TENSORS = [(0, "big", 3000), (1, "bn", 40), (2, "tiny", 7)]
 def run_system(scenario, seed=1, max_cycles=100_000, **host_args):
     top = scenario.system()
     host = SystemHost(scenario, top, seed=seed, **host_args)
-    w_count, m = top.workers, top.num_devices
+
+    ports = {"__".join(map(str, path)): Value.cast(value)
+             for path, _, value in top.signature.flatten(top)}
 
     async def bench(ctx):
         while not host.done and host.cycle < max_cycles:
-            inp = host.drive()
-            ctx.set(top.start, inp["start"])
-            for v in range(m):
-                ctx.set(top.program[v].valid, inp["program_valid"][v])
-                ctx.set(top.program[v].payload.as_value(), inp["program"][v])
-                ctx.set(top.host_cmd[v].valid, inp["host_cmd_valid"][v])
-                ctx.set(top.host_cmd[v].payload.as_value(), inp["host_cmd"][v])
-                ctx.set(top.host_rsp[v].ready, 1)
-            for w in range(w_count):
-                for ch in ("rwd", "req"):
-                    ctx.set(getattr(top, ch)[w].valid, inp[f"{ch}_valid"][w])
-                    ctx.set(getattr(top, ch)[w].payload.as_value(), inp[ch][w])
-                for ch in ("ndr", "drs"):
-                    ctx.set(getattr(top, ch)[w].ready, inp[f"{ch}_ready"][w])
-            out = {f"{ch}_ready": [ctx.get(getattr(top, ch)[w].ready) for w in range(w_count)]
-                   for ch in ("rwd", "req")}
-            for ch in ("ndr", "drs"):
-                out[f"{ch}_valid"] = [ctx.get(getattr(top, ch)[w].valid) for w in range(w_count)]
-                out[ch] = [ctx.get(getattr(top, ch)[w].payload.as_value())
-                           for w in range(w_count)]
-            out["host_cmd_ready"] = [ctx.get(top.host_cmd[v].ready) for v in range(m)]
-            for name in ("staged", "staged_tensor", "done", "error", "cycles"):
-                out[name] = ctx.get(getattr(top, name))
-            host.sample(out)
+            host.drive_ports(lambda name, value: ctx.set(ports[name], value))
+            host.sample_ports(lambda name: ctx.get(ports[name]))
             await ctx.tick()
 
     sim = Simulator(top)

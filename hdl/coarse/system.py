@@ -25,7 +25,7 @@ only when its response has room, so a worker that does not take its responses st
 itself. The channels are valid/ready streams (the link layer's credits of one on-chip hop).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
@@ -33,7 +33,7 @@ from amaranth.utils import ceil_log2
 from ..cxl.messages import (M2SReq, M2SReqOpcode, M2SRwD, M2SRwDOpcode, MetaField, S2MDRS,
                             S2MDRSOpcode, S2MNDR, S2MNDROpcode)
 from ..fifo import make_fifo
-from ..ops import eq_const, first_set, lt_const, select_word
+from ..ops import eq_const, first_set, is_zero, lt_const, select_word
 from ..router.arbiter import RoundRobinArbiter
 from .devices import CoarseDevices
 
@@ -116,7 +116,7 @@ class CoarseSystem(wiring.Component):
         in_map = Signal(name=f"{name}_in_map")
         m.d.comb += [
             view.eq(addr[:rb + tb + db]),
-            in_map.eq((addr[rb + tb + db:] == 0) & lt_const(view.device, self.num_devices)
+            in_map.eq(is_zero(addr[rb + tb + db:]) & lt_const(view.device, self.num_devices)
                       & lt_const(view.tensor, self.tensors)),
         ]
         return view.device, view.tensor, view.row, in_map
@@ -192,7 +192,7 @@ class CoarseSystem(wiring.Component):
             pending_dev = Signal(self.device_bits, name=f"drs{w}_device")
             pending_tag = Signal.like(req.payload.tag, name=f"drs{w}_tag")
             room = Signal(name=f"drs{w}_room")
-            m.d.comb += room.eq(drs_q.level + pending < DRS_QUEUE)
+            m.d.comb += room.eq(lt_const(drs_q.level + pending, DRS_QUEUE))
             for v in range(n_dev):
                 reduced = select_word(devs.reduced[v], tensor_r, 1, n_t)
                 m.d.comb += read_arbs[v].requests[w].eq(

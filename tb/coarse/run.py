@@ -13,7 +13,7 @@ from hdl.generate import to_verilog
 from ..build import SimBuild, cocotb_results
 from .scenarios import CLIENTS, PARAMS_ENV, QUEUE_LINES, TENSORS, DeviceRingScenario
 
-__all__ = ["SyncCoreBuild", "DevicesBuild"]
+__all__ = ["SyncCoreBuild", "DevicesBuild", "SystemBuild"]
 
 class _CoarseBuild(SimBuild):
     """A COARSE design's simulator build and its cocotb module (``TEST_MODULE``), run with
@@ -82,3 +82,40 @@ class DevicesBuild(_CoarseBuild):
 
     def test_params(self):
         return {"dtype": self.dtype, "direction": self.direction}
+
+
+class SystemBuild(_CoarseBuild):
+    """A ``SystemScenario``'s ``CoarseSystem`` (the scenario's ``design_key`` sizes the
+    build; the shards' ring tables are loaded at run time)."""
+
+    TOP, TEST_MODULE = "coarse_system", "tb.coarse.cocotb_system"
+
+    def __init__(self, sim: str, scenario, **kwargs):
+        super().__init__(sim, f"system-{scenario.etype.name}", **kwargs)
+        self.scenario = scenario
+
+    @property
+    def design_key(self):
+        return self.scenario.design_key
+
+    def generate(self):
+        return to_verilog(self.scenario.system(), name=self.TOP)
+
+    def test_params(self):
+        return {"scenario": self.scenario.params()}
+
+    def run_system(self, seed: int = 1, watchdog: int = 5000) -> dict:
+        """Run the scenario; the cocotb module's report (``tb.coarse.cocotb_system``) with
+        ``failure`` (empty when it passed) and ``seconds``."""
+        import json
+        params = {**self.test_params(), "seed": seed, "watchdog": watchdog}
+        run_dir = self.run_dir(f"run-{seed}")
+        params["report"] = str(run_dir / "system.json")
+        (run_dir / "system.json").unlink(missing_ok=True)
+        outcome = self.test(self.TEST_MODULE, run_dir, params, PARAMS_ENV)
+        try:
+            report = json.loads((run_dir / "system.json").read_text())
+        except (OSError, ValueError):
+            report = {}
+        return {**report, "failure": outcome.failure, "seconds": outcome.wall_s,
+                "log": str(outcome.log_file)}

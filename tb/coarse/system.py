@@ -64,6 +64,7 @@ class SystemScenario:
         if orders not in ORDERS:
             raise ValueError(f"orders must be one of {', '.join(ORDERS)}, not {orders!r}")
         self.config, self.etype, self.orders = config, etype, orders
+        self.tensors, self.link_latency, self.seed = list(tensors), link_latency, seed
         self.lanes = lanes = line_elements(etype.dtype)
         w_count, m = config.workers, config.devices
         self.tables = [routing_table(config, w, tensors) for w in range(w_count)]
@@ -106,6 +107,27 @@ class SystemScenario:
                 else:
                     per.append([batch[i] for i in rng_orders.permutation(len(batch))])
             self.worker_orders.append(per)
+
+    def params(self):
+        """The JSON-able arguments that rebuild this scenario (``from_params``)."""
+        return {"system": self.config.spec, "tensors": [list(t) for t in self.tensors],
+                "dtype": self.etype.name, "link_latency": self.link_latency,
+                "slots": self.slots, "orders": self.orders, "seed": self.seed}
+
+    @classmethod
+    def from_params(cls, params):
+        from golden_model.coarse.config import parse_system
+        from golden_model.elements import element_type
+        return cls(parse_system(params["system"]), [tuple(t) for t in params["tensors"]],
+                   element_type(params["dtype"]), link_latency=params["link_latency"],
+                   slots=params["slots"], orders=params["orders"], seed=params["seed"])
+
+    @property
+    def design_key(self):
+        """What the hardware depends on (a simulator build's key)."""
+        import dataclasses
+        return {"config": dataclasses.asdict(self.ni_config), "workers": self.config.workers,
+                "queue_lines": self.queue_lines, "slots": self.slots}
 
     def system(self):
         """The ``CoarseSystem`` of this scenario."""
@@ -244,6 +266,41 @@ class SystemHost:
                 inp["drs_ready"][w] = int(self.rng.integers(100) < self.ready_pct)
         self._inp = inp
         return inp
+
+    def port_values(self, inp=None):
+        """``{flat port name: value}`` of the system's Verilog inputs (``rwd__0__valid``,
+        ``start``, ...) for a cycle's inputs ``inp`` (``drive()``), or all 0."""
+        values = {"start": inp["start"] if inp else 0}
+        for v in range(self.m):
+            for ch in ("program", "host_cmd"):
+                values[f"{ch}__{v}__valid"] = inp[f"{ch}_valid"][v] if inp else 0
+                values[f"{ch}__{v}__payload"] = inp[ch][v] if inp else 0
+            values[f"host_rsp__{v}__ready"] = 1 if inp else 0
+        for w in range(self.w_count):
+            for ch in ("rwd", "req"):
+                values[f"{ch}__{w}__valid"] = inp[f"{ch}_valid"][w] if inp else 0
+                values[f"{ch}__{w}__payload"] = inp[ch][w] if inp else 0
+            for ch in ("ndr", "drs"):
+                values[f"{ch}__{w}__ready"] = inp[f"{ch}_ready"][w] if inp else 0
+        return values
+
+    def drive_ports(self, put):
+        """``drive()``, applied by ``put(port, value)`` (``port_values``)."""
+        for name, value in self.port_values(self.drive()).items():
+            put(name, value)
+
+    def sample_ports(self, get):
+        """``sample()`` of the settled outputs, read by ``get(port)``."""
+        workers = range(self.w_count)
+        out = {f"{ch}_ready": [get(f"{ch}__{w}__ready") for w in workers]
+               for ch in ("rwd", "req")}
+        for ch in ("ndr", "drs"):
+            out[f"{ch}_valid"] = [get(f"{ch}__{w}__valid") for w in workers]
+            out[ch] = [get(f"{ch}__{w}__payload") for w in workers]
+        out["host_cmd_ready"] = [get(f"host_cmd__{v}__ready") for v in range(self.m)]
+        for name in ("staged", "staged_tensor", "done", "error", "cycles"):
+            out[name] = get(name)
+        self.sample(out)
 
     def sample(self, out):
         """``out``: per worker lists ``rwd_ready``, ``req_ready``, ``ndr_valid``, ``ndr``,
