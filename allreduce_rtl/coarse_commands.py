@@ -17,7 +17,11 @@ from golden_model.training import DEFAULT_BUCKET_BYTES, TrainingOptions
 from golden_model.workloads import MODELS, get_model
 
 from . import options
+from .coarse_rtl import ORDERS, RTL_DTYPES, RTL_LAYERS, RTL_SYSTEM, cmd_coarse_rtl
 from .output import format_table
+
+_RTL_DEFAULTS = {"layers": None, "simulator": "verilator", "dtype": "float32", "seed": 1,
+                 "orders": "table", "shared_queue": None, "out": None, "build_dir": None}
 
 RESULT_COLUMNS = [("scheme", "scheme", "{}"), ("iteration_ms", "iteration (ms)", "{:.3f}"),
                   ("compute_ms", "compute (ms)", "{:.3f}"),
@@ -74,14 +78,40 @@ def register(sub):
                    type=options.text,
                    metavar="RATIOS", help="also sweep the remote/local bandwidth ratio "
                    "(comma-separated, fractions allowed; default 1/16,1/8,1/4,1/2,1,16/9,2,4)")
+    r = p.add_argument_group("RTL (--rtl: the COARSE system in hardware, verified against the "
+                             "golden model)")
+    r.add_argument("--rtl", action="store_true",
+                   help="run the chosen layers on the COARSE system's RTL in a simulator, "
+                   f"by default on {RTL_SYSTEM} (--system and the options above change it)")
+    r.add_argument("--layers", type=options.text, default=None, metavar="NAMES",
+                   help="layers to run, comma-separated, or 'all' (default: "
+                   f"{','.join(RTL_LAYERS)})")
+    r.add_argument("--simulator", choices=("verilator", "icarus"), default="verilator",
+                   help="default %(default)s")
+    r.add_argument("--dtype", choices=RTL_DTYPES, default="float32",
+                   help="gradient element type (default %(default)s)")
+    r.add_argument("--orders", choices=ORDERS, default="table",
+                   help="the workers' shard orders: all in routing-table order, or mixed "
+                   "(worker 1 reversed, workers 2.. shuffled; the deadlock test's) "
+                   "(default %(default)s)")
+    r.add_argument("--shared-queue", type=options.number_in(int, 1, 8), default=None,
+                   metavar="N", help="build the naive ablation instead: one FIFO of N "
+                   "entries shared by the clients at each device (head-of-line); with mixed "
+                   "orders it can deadlock, which the run reports as stalled")
+    r.add_argument("--seed", type=options.nonnegative_int, default=1,
+                   help="gradients, request gaps and back-pressure (default %(default)s)")
+    r.add_argument("--out", "-o", type=options.text, default=None, metavar="DIR",
+                   help="where the report and the Verilog go (default out/coarse-rtl)")
+    options.build_dir_option(r)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_coarse)
 
 
-def system_config(args):
-    """The ``CoarseConfig`` of the options: ``--system`` (or the defaults), then each option
-    given. ``ConfigError`` on a bad spec or combination."""
-    config = parse_system(args.system) if args.system else CoarseConfig()
+def system_config(args, default=None):
+    """The ``CoarseConfig`` of the options: ``--system`` (or ``default``, a spec, or the
+    defaults), then each option given. ``ConfigError`` on a bad spec or combination."""
+    spec = args.system or default
+    config = parse_system(spec) if spec else CoarseConfig()
     given = {field: getattr(args, opt) for opt, field in _FIELDS.items()
              if getattr(args, opt) is not None}
     return replace(config, **given) if given else config
@@ -187,8 +217,16 @@ def _print_sweep(rows, local):
 def cmd_coarse(args):
     """``allreduce-rtl coarse``: COARSE against MPI ring all-reduce for one workload."""
     from .cli import print_json
-    config = system_config(args)
+    rtl_only = tuple(_RTL_DEFAULTS)
+    if not args.rtl:
+        given = [f"--{o.replace('_', '-')}" for o in rtl_only
+                 if getattr(args, o) != _RTL_DEFAULTS[o]]
+        if given:
+            raise ConfigError(f"{', '.join(given)}: only with --rtl")
+    config = system_config(args, RTL_SYSTEM if args.rtl else None)
     model = get_model(args.model)
+    if args.rtl:
+        return cmd_coarse_rtl(args, config, model)
     options = TrainingOptions(mini_batch=args.mini_batch, bucket_bytes=args.bucket_size,
                               overlap=not args.no_overlap)
     ratios = parse_ratios(args.sweep_asymmetry) if args.sweep_asymmetry else None

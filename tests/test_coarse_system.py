@@ -16,6 +16,8 @@ from tb.coarse.system import SystemHost, SystemScenario
 SMALL = "coarse:W=4,M=2,lat_local=0.01,lat_remote=0.02,threshold=2KB"
 #: (layer, name, elements): a 3,000-element tensor cut into shards and two small ones
 TENSORS = [(0, "big", 3000), (1, "bn", 40), (2, "tiny", 7)]
+#: four tensors below the threshold: each goes whole to its worker's latency proxy
+SMALL_TENSORS = [(0, "a", 40), (1, "b", 64), (2, "c", 7), (3, "d", 20)]
 
 
 def run_system(scenario, seed=1, max_cycles=100_000, **host_args):
@@ -26,6 +28,7 @@ def run_system(scenario, seed=1, max_cycles=100_000, **host_args):
              for path, _, value in top.signature.flatten(top)}
 
     async def bench(ctx):
+        await ctx.tick().repeat(3)           # the cocotb modules' reset: three cycles
         while not host.done and host.cycle < max_cycles:
             host.drive_ports(lambda name, value: ctx.set(ports[name], value))
             host.sample_ports(lambda name: ctx.get(ports[name]))
@@ -50,3 +53,28 @@ def test_every_worker_pulls_the_golden_result(etype, orders):
     assert len(host.results) == len(scenario.shards) * 4
     assert host.mismatches() == []
     print(f"{etype.name} {orders}: {host.cycle} cycles, rings {host.ring_cycles}")
+
+
+def test_the_naive_shared_queue_stalls_where_the_golden_model_deadlocks():
+    """The ablation: each device admits copies through one shared FIFO of 2 entries and
+    starts only its head's tensor. Four small tensors go to the latency proxies (workers 0 and
+    1 on device 0, 2 and 3 on device 1); worker 1 sends them in the reverse of worker 0's
+    order, so on device 0 the golden model's naive scheme
+    (``simulate_queues``) deadlocks at depth 2, and COARSE's does not; the hardware stalls,
+    and the watchdog's report names a device queue holding a shard that waits for a worker."""
+    from golden_model.coarse.deadlock import simulate_queues
+    naive = SystemScenario(parse_system(SMALL), SMALL_TENSORS, INT32, slots=4, orders="mixed",
+                           shared_queue=2)
+    assert [s[4] for s in naive.shards] == [(0, 0, 1, 1)] * 4      # each device one group
+    orders = [naive.device_orders(0, v) for v in range(2)]
+    assert any(not simulate_queues(o, "naive", 2).completed for o in orders)
+    assert all(simulate_queues(o, "coarse").completed for o in orders)
+    host = run_system(naive, watchdog=500)
+    assert not host.finished and host.stall is not None
+    stuck = host.stall["stuck"]
+    assert stuck and all(q["entries"] == 2 and q["waiting_for"] for q in stuck)
+    assert "shared queue (2 of 2 entries)" in host.stall["message"]
+    coarse = SystemScenario(parse_system(SMALL), SMALL_TENSORS, INT32, slots=4,
+                            orders="mixed")
+    host = run_system(coarse, watchdog=500)
+    assert host.finished and host.mismatches() == []

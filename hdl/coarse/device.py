@@ -48,12 +48,12 @@ class MemoryDevice(wiring.Component):
     Parameters
     ----------
     element_type : golden_model.elements.ElementType
-    clients, queue_lines, tensors : int
+    clients, queue_lines, tensors, shared_queue
         As ``SyncCore``'s.
 
     Members
     -------
-    program, write, allow, complete, slots, error
+    program, write, allow, complete, slots, admit, head_valid, head, queue_used, error
         The sync core's.
     ni_cmd : ``Out(stream.Signature(HostCmd(128)))``, ni_rsp : ``In(...HostRsp(128))``
         To the NI's host port.
@@ -80,8 +80,8 @@ class MemoryDevice(wiring.Component):
         As ``SyncCore`` does.
     """
 
-    def __init__(self, element_type, clients, queue_lines, tensors):
-        self.core = SyncCore(element_type, clients, queue_lines, tensors)
+    def __init__(self, element_type, clients, queue_lines, tensors, shared_queue=None):
+        self.core = SyncCore(element_type, clients, queue_lines, tensors, shared_queue)
         core = self.core.signature.members
         tb = max(1, ceil_log2(tensors))
         rb = ceil_log2(queue_lines)
@@ -92,6 +92,8 @@ class MemoryDevice(wiring.Component):
             "allow": In(tensors, init=(1 << tensors) - 1),
             "complete": Out(tensors),
             "slots": core["slots"],
+            "admit": core["admit"], "head_valid": core["head_valid"], "head": core["head"],
+            "queue_used": core["queue_used"],
             "ni_cmd": Out(stream.Signature(HostCmd(FLIT_BITS))),
             "ni_rsp": In(stream.Signature(HostRsp(FLIT_BITS))),
             "host_cmd": In(stream.Signature(HostCmd(FLIT_BITS))),
@@ -117,6 +119,8 @@ class MemoryDevice(wiring.Component):
             m.d.comb += [inner.valid.eq(outer.valid), inner.payload.eq(outer.payload)]
         m.d.comb += [core.allow.eq(self.allow), self.complete.eq(core.complete),
                      self.error.eq(core.error)]
+        for name in ("admit", "head_valid", "head", "queue_used"):
+            m.d.comb += getattr(self, name).eq(getattr(core, name))
         for t in range(n_t):
             m.d.comb += self.slots[t].eq(core.slots[t])
 
@@ -149,10 +153,13 @@ class MemoryDevice(wiring.Component):
         flit = Signal(2)
         holding = Signal()
         cmd, rsp = self.ni_cmd, self.ni_rsp
-        m.d.comb += core.o.ready.eq(~holding & ~staged & ~draining)
-        with m.If(core.o.valid & core.o.ready):
-            m.d.sync += [line.eq(core.o.payload.line), row.eq(core.o.payload.row),
-                         tensor.eq(core.o.payload.tensor), flit.eq(0), holding.eq(1)]
+        # the next line loads as the last flit of the current one goes: four cycles a line
+        last_flit = Signal()
+        m.d.comb += [
+            last_flit.eq(holding & cmd.ready & eq_const(flit, FLITS_PER_LINE - 1)
+                         & (row != last_row)),
+            core.o.ready.eq((~holding | last_flit) & ~staged & ~draining),
+        ]
 
         # ---- drain: the reduced tensor from the NI's buffer into the parameter storage ------
         issue = Signal(rb + 3)                     # next flit to read
@@ -201,6 +208,10 @@ class MemoryDevice(wiring.Component):
         with m.Else():
             wiring.connect(m, wiring.flipped(self.host_cmd), wiring.flipped(cmd))
             wiring.connect(m, wiring.flipped(rsp), wiring.flipped(self.host_rsp))
+
+        with m.If(core.o.valid & core.o.ready):
+            m.d.sync += [line.eq(core.o.payload.line), row.eq(core.o.payload.row),
+                         tensor.eq(core.o.payload.tensor), flit.eq(0), holding.eq(1)]
 
         # reduced: set when drained, cleared when the tensor is programmed again
         p = self.program

@@ -24,7 +24,8 @@ from .device import FLIT_BITS, FLITS_PER_LINE, MemoryDevice
 __all__ = ["CoarseDevices", "FLITS_PER_LINE"]
 
 #: ``MemoryDevice`` members that ``CoarseDevices`` repeats per device.
-_PER_DEVICE = ("program", "write", "read", "rdata", "reduced", "slots", "busy")
+_PER_DEVICE = ("program", "write", "read", "rdata", "reduced", "slots", "admit", "head_valid",
+               "head", "queue_used", "busy")
 
 
 class CoarseDevices(wiring.Component):
@@ -36,12 +37,13 @@ class CoarseDevices(wiring.Component):
         ``ring:M`` (M devices), with the links' latency.
     config : NIConfig
         The devices' NIs; 128-bit flits, and its element type is the sync cores'.
-    clients, queue_lines, tensors : int
+    clients, queue_lines, tensors, shared_queue
         As ``SyncCore``'s.
 
     Members
     -------
-    program, write, read, rdata, reduced, slots, busy : arrays of M
+    program, write, read, rdata, reduced, slots, admit, head_valid, head, queue_used, busy
+        Arrays of M:
         Device ``v``'s ``MemoryDevice`` members.
     host_cmd, host_rsp, start, node_start, done, error, cycles, node_done, node_error,
     node_step
@@ -58,14 +60,14 @@ class CoarseDevices(wiring.Component):
         ``SyncCore`` do.
     """
 
-    def __init__(self, topology, config, clients, queue_lines, tensors):
+    def __init__(self, topology, config, clients, queue_lines, tensors, shared_queue=None):
         if not isinstance(config, NIConfig) or config.flit_width != FLIT_BITS:
             raise ValueError(f"config must be an NIConfig with 128-bit flits, not {config!r}")
         self.network = Network(topology, config)
         m = topology.num_nodes
         self.tensors = tensors
-        self.devices = [MemoryDevice(config.element_type, clients, queue_lines, tensors)
-                        for _ in range(m)]
+        self.devices = [MemoryDevice(config.element_type, clients, queue_lines, tensors,
+                                     shared_queue) for _ in range(m)]
         members = dict(self.network.signature.members)
         dev = self.devices[0].signature.members
         for name in _PER_DEVICE:
@@ -110,9 +112,10 @@ class CoarseDevices(wiring.Component):
             mod.submodules[f"device{v}"] = dev
             for name in ("program", "write", "read"):
                 wiring.connect(mod, wiring.flipped(getattr(self, name)[v]), getattr(dev, name))
-            mod.d.comb += [self.rdata[v].eq(dev.rdata), self.reduced[v].eq(dev.reduced),
-                           self.busy[v].eq(dev.busy),
-                           dev.allow.eq(offer & waiting[v].replicate(n_t)),
+            for name in ("rdata", "reduced", "admit", "head_valid", "head", "queue_used",
+                         "busy"):
+                mod.d.comb += getattr(self, name)[v].eq(getattr(dev, name))
+            mod.d.comb += [dev.allow.eq(offer & waiting[v].replicate(n_t)),
                            dev.ring_done.eq(ringing & net.done)]
             for t in range(n_t):
                 mod.d.comb += self.slots[v][t].eq(dev.slots[t])

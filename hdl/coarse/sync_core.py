@@ -12,8 +12,9 @@ written counts one arrival for its (client, tensor); when every masked client's 
 armed tensor reaches its rows, the tensor is complete, and when the reducer is free the lowest
 complete tensor is started (its counts cleared, disarmed until programmed again) and its partial
 sums leave on ``o``, tagged with the tensor. A write the program does not expect (an unarmed
-tensor, a client outside the mask, a row past the slot, a line already counted in full) is
-dropped and sets the sticky ``error``.
+tensor, a client outside the mask, a row past the slot, a line already counted in full, a
+line the naive ablation's shared FIFO does not admit) is dropped and sets the sticky
+``error``.
 """
 
 from amaranth.hdl import Cat, Module, Signal
@@ -25,6 +26,7 @@ from ..config import check_int
 from ..ops import add_narrow, eq_const, first_set, lt_unsigned, select_word
 from .group_reducer import LINE_BITS
 from .queue_reducer import QueueReducer, shard_layout
+from .shared_queue import SharedQueue
 
 __all__ = ["SyncCore"]
 
@@ -41,6 +43,9 @@ class SyncCore(wiring.Component):
         Lines per client queue (the sum of the tensor slots), a power of two 2..2**20.
     tensors : int
         Tensor slots, 1..16.
+    shared_queue : int, optional
+        Build the naive ablation instead (``SharedQueue`` of this many entries: one FIFO
+        shared by the clients, head-of-line start order); default the COARSE discipline.
 
     Members
     -------
@@ -59,6 +64,13 @@ class SyncCore(wiring.Component):
         Bit ``t``: tensor ``t`` is armed and every masked client's copy is in.
     slots : ``Out(shard_layout).array(tensors)``
         Each tensor's slot as last programmed (``{base, last_row, mask}``).
+    admit : ``Out(clients * tensors)``
+        Bit ``c * tensors + t``: a line of client ``c``'s copy of tensor ``t`` is taken now
+        (always, but in the naive ablation); a write that is not admitted is dropped and sets
+        ``error``.
+    head_valid, head, queue_used : ``Out(...)``
+        The naive ablation's shared FIFO: its oldest entry's tensor and its entries in use
+        (0 for COARSE).
     busy : ``Out(1)``
         A tensor is complete and not yet started, or is being reduced, or its sums are not all
         taken.
@@ -72,10 +84,12 @@ class SyncCore(wiring.Component):
         ``QueueReducer`` does.
     """
 
-    def __init__(self, element_type, clients, queue_lines, tensors):
+    def __init__(self, element_type, clients, queue_lines, tensors, shared_queue=None):
         check_int("clients", clients, 1, 16)
         check_int("tensors", tensors, 1, 16)
         self.queues = QueueReducer(element_type, clients, queue_lines)
+        self.shared = (None if shared_queue is None
+                       else SharedQueue(clients, tensors, shared_queue))
         self.clients, self.queue_lines, self.tensors = clients, queue_lines, tensors
         rb = ceil_log2(queue_lines)
         tb = max(1, ceil_log2(tensors))
@@ -90,6 +104,10 @@ class SyncCore(wiring.Component):
             "allow": In(tensors, init=(1 << tensors) - 1),
             "complete": Out(tensors),
             "slots": Out(shard_layout(queue_lines, clients)).array(tensors),
+            "admit": Out(clients * tensors),
+            "head_valid": Out(1),
+            "head": Out(tb),
+            "queue_used": Out(4),
             "busy": Out(1),
             "error": Out(1),
         })
@@ -119,7 +137,22 @@ class SyncCore(wiring.Component):
         w_ok = Signal()
         m.d.comb += w_ok.eq(
             select_word(armed, w.tensor, 1, n_t) & select_word(w_slot.mask, w.client, 1, n_c)
-            & (w.row <= w_slot.last_row) & lt_unsigned(w_count, w_rows))
+            & (w.row <= w_slot.last_row) & lt_unsigned(w_count, w_rows)
+            & select_word(select_word(self.admit, w.client, n_t, n_c), w.tensor, 1, n_t))
+        # the queue discipline: COARSE admits every line; the naive ablation's shared FIFO
+        # admits a copy while it has an entry for it and starts only its head's tensor
+        order = Signal(n_t)
+        if self.shared is None:
+            m.d.comb += [self.admit.eq(-1), order.eq(-1)]
+        else:
+            m.submodules.shared = sq = self.shared
+            m.d.comb += [
+                self.admit.eq(sq.admit), self.head_valid.eq(sq.head_valid),
+                self.head.eq(sq.head), self.queue_used.eq(sq.used),
+                order.eq(Cat(*[sq.head_valid & eq_const(sq.head, t) for t in range(n_t)])),
+                sq.push_valid.eq(self.write.valid & w_ok),
+                sq.push_client.eq(w.client), sq.push_tensor.eq(w.tensor),
+            ]
         with m.If(self.write.valid & ~w_ok):
             m.d.sync += self.error.eq(1)
         m.d.comb += [
@@ -139,7 +172,7 @@ class SyncCore(wiring.Component):
         m.d.comb += self.complete.eq(Cat(*complete))
         for t in range(n_t):
             m.d.comb += self.slots[t].eq(slots[t])
-        startable = self.complete & self.allow
+        startable = self.complete & self.allow & order
         any_complete, next_t = first_set(m, list(startable), "complete")
         start = Signal()
         m.d.comb += [start.eq(any_complete & q.start.ready),
@@ -152,6 +185,8 @@ class SyncCore(wiring.Component):
         with m.Elif(self.o.valid & self.o.ready):
             m.d.sync += out_row.eq(out_row + 1)
         m.d.comb += self.busy.eq(any_complete | q.busy)
+        if self.shared is not None:
+            m.d.comb += [self.shared.start_valid.eq(start), self.shared.start_tensor.eq(next_t)]
 
         # counts and arming: a start clears its tensor, a program sets one, a write counts
         p = self.program.payload

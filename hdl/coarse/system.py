@@ -43,7 +43,7 @@ NDR_QUEUE, DRS_QUEUE = 2, 4
 
 #: ``CoarseDevices`` members the system exposes as they are.
 _DEVICE_MEMBERS = ("program", "host_cmd", "host_rsp", "start", "done", "error", "cycles",
-                   "staged", "staged_tensor", "busy")
+                   "staged", "staged_tensor", "head_valid", "head", "queue_used", "busy")
 
 
 class CoarseSystem(wiring.Component):
@@ -59,6 +59,9 @@ class CoarseSystem(wiring.Component):
         Worker ports W, 1..16 (each is a client of every device's sync core).
     queue_lines, tensors : int
         Each device's client queues and tensor slots (as ``SyncCore``'s).
+    shared_queue : int, optional
+        Build the naive ablation (``SyncCore``'s ``shared_queue``): a worker's line waits at
+        its port while its device's shared FIFO does not admit it.
 
     Members
     -------
@@ -68,6 +71,8 @@ class CoarseSystem(wiring.Component):
         Worker ``w``'s S2M channels.
     program, host_cmd, host_rsp, start, done, error, cycles, staged, staged_tensor, busy
         ``CoarseDevices``' (the system host's control: slots, ring tables, ring start).
+    head_valid, head, queue_used : arrays of M
+        Each device's shared FIFO (the naive ablation's status; 0 for COARSE).
 
     Raises
     ------
@@ -75,10 +80,11 @@ class CoarseSystem(wiring.Component):
         If ``workers`` is out of range, or as ``CoarseDevices`` does.
     """
 
-    def __init__(self, topology, config, workers, queue_lines, tensors):
+    def __init__(self, topology, config, workers, queue_lines, tensors, shared_queue=None):
         if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 16:
             raise ValueError(f"workers must be an integer from 1 to 16, not {workers!r}")
-        self.devices = CoarseDevices(topology, config, workers, queue_lines, tensors)
+        self.devices = CoarseDevices(topology, config, workers, queue_lines, tensors,
+                                     shared_queue)
         self.workers, self.num_devices = workers, topology.num_nodes
         self.queue_lines, self.tensors = queue_lines, tensors
         self.row_bits = ceil_log2(queue_lines)
@@ -131,7 +137,8 @@ class CoarseSystem(wiring.Component):
                                getattr(devs, name)[v])
         for v in range(n_dev):
             wiring.connect(m, devs.host_rsp[v], wiring.flipped(self.host_rsp[v]))
-            m.d.comb += self.busy[v].eq(devs.busy[v])
+            for name in ("head_valid", "head", "queue_used", "busy"):
+                m.d.comb += getattr(self, name)[v].eq(getattr(devs, name)[v])
         m.d.comb += [devs.start.eq(self.start), self.done.eq(devs.done),
                      self.error.eq(devs.error), self.cycles.eq(devs.cycles),
                      self.staged.eq(devs.staged), self.staged_tensor.eq(devs.staged_tensor)]
@@ -156,8 +163,9 @@ class CoarseSystem(wiring.Component):
                                 & eq_const(rwd.payload.opcode.as_value(),
                                            M2SRwDOpcode.MemWr.value))
             for v in range(n_dev):
+                admitted = select_word(devs.admit[v][w * n_t:(w + 1) * n_t], tensor_w, 1, n_t)
                 m.d.comb += write_arbs[v].requests[w].eq(
-                    rwd.valid & good & eq_const(dev_w, v) & ndr_q.w_rdy)
+                    rwd.valid & good & eq_const(dev_w, v) & ndr_q.w_rdy & admitted)
             granted = Cat(*[arb.grant[w] for arb in write_arbs]).any()
             m.d.comb += rwd.ready.eq(granted | (~good & ndr_q.w_rdy))
             ndr_word = Signal(S2MNDR, name=f"ndr{w}_word")

@@ -26,7 +26,8 @@ async def coarse_system(dut):
     params = params_from_env(PARAMS_ENV)
     scenario = SystemScenario.from_params(params["scenario"])
     host = SystemHost(scenario, scenario.system(), seed=int(params.get("seed", 1)),
-                      watchdog=int(params.get("watchdog", 5000)))
+                      watchdog=int(params.get("watchdog", 5000)),
+                      trace=bool(params.get("trace")))
     inputs = [getattr(dut, name) for name in host.port_values()]
     Clock(dut.clk, 2, unit="ns").start()
     await reset(dut, inputs)
@@ -43,7 +44,7 @@ async def coarse_system(dut):
         await ReadOnly()
         host.sample_ports(get)
     report = {"cycles": host.cycle, "ring_cycles": host.ring_cycles, "error": host.error,
-              "stall": host.stall, "mismatches": host.mismatches(),
+              "stall": host.stall, "events": host.events, "trace": host.trace, "mismatches": host.mismatches(),
               "shards": len(scenario.shards), "workers": scenario.config.workers}
     pathlib.Path(params["report"]).write_text(json.dumps(report, indent=1))
     assert host.stall is None, f"stalled: {host.stall}"

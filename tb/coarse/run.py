@@ -104,11 +104,11 @@ class SystemBuild(_CoarseBuild):
     def test_params(self):
         return {"scenario": self.scenario.params()}
 
-    def run_system(self, seed: int = 1, watchdog: int = 5000) -> dict:
+    def run_system(self, seed: int = 1, watchdog: int = 5000, trace: bool = False) -> dict:
         """Run the scenario; the cocotb module's report (``tb.coarse.cocotb_system``) with
         ``failure`` (empty when it passed) and ``seconds``."""
         import json
-        params = {**self.test_params(), "seed": seed, "watchdog": watchdog}
+        params = {**self.test_params(), "seed": seed, "watchdog": watchdog, "trace": trace}
         run_dir = self.run_dir(f"run-{seed}")
         params["report"] = str(run_dir / "system.json")
         (run_dir / "system.json").unlink(missing_ok=True)

@@ -19,6 +19,9 @@ tensor slot in every device's client queues; shards are taken in routing-table o
 
 from __future__ import annotations
 
+import dataclasses
+from collections import namedtuple
+
 import numpy as np
 
 from golden_model.coarse.functional import device_ring_schedule, line_elements, synchronise
@@ -51,10 +54,25 @@ class SystemScenario:
     orders : str
         One of ``ORDERS``.
     seed : int
+    direct : iterable of int
+        Layers synchronised GPU to GPU (dual synchronisation's first m): not in the routing
+        tables, so not in the hardware; their golden result is the GPU ring's.
+    sizes_from : SystemScenario, optional
+        Build the same hardware as this scenario (its queue lines and NI configuration), so
+        that one simulator build runs both.
+    shared_queue : int, optional
+        Build the naive ablation with a shared FIFO of this many entries per device
+        (``hdl.coarse.SharedQueue``).
+
+    Raises
+    ------
+    ValueError
+        If the element type is not 32 bits wide, ``orders`` is unknown, no tensor goes through
+        the proxies, or the shards do not fit ``sizes_from``'s hardware.
     """
 
     def __init__(self, config, tensors, etype, *, link_latency=4, slots=8, orders="table",
-                 seed=1):
+                 seed=1, direct=(), sizes_from=None, shared_queue=None):
         from golden_model.lowering import lower
         from golden_model.topology import parse_topology
         from hdl.config import network_config_for
@@ -65,15 +83,21 @@ class SystemScenario:
             raise ValueError(f"orders must be one of {', '.join(ORDERS)}, not {orders!r}")
         self.config, self.etype, self.orders = config, etype, orders
         self.tensors, self.link_latency, self.seed = list(tensors), link_latency, seed
+        self.shared_queue = shared_queue
         self.lanes = lanes = line_elements(etype.dtype)
         w_count, m = config.workers, config.devices
-        self.tables = [routing_table(config, w, tensors) for w in range(w_count)]
+        self.direct = sorted(set(direct))
+        proxied = [t for t in tensors if t[0] not in self.direct]
+        if not proxied:
+            raise ValueError("no tensor goes through the proxies (every layer is direct)")
+        self.tables = [routing_table(config, w, proxied) for w in range(w_count)]
         rng = np.random.default_rng(seed)
         self.gradients = {}
         for layer, _, elements in tensors:
             pats = rng.integers(0, 1 << 32, size=(w_count, elements), dtype=np.uint64)
             self.gradients[layer] = etype.from_bits(pats.astype(etype.unsigned))
-        self.expected = synchronise(config, self.tables, self.gradients).gradients
+        self.expected = synchronise(config, self.tables, self.gradients,
+                                    direct=self.direct).gradients
         # every shard: (layer, start, stop, direction, device of each worker)
         self.shards = []
         for k, route in enumerate(self.tables[0]):
@@ -83,17 +107,25 @@ class SystemScenario:
         rows = [-(-(stop - start) // lanes) for _, start, stop, _, _ in self.shards]
         self.batches = _batches(rows, slots)
         self.slots = slots
-        self.queue_lines = max(2, 1 << (max(sum(rows[i] for i in b) for b in self.batches)
-                                        - 1).bit_length())
+        need = max(sum(rows[i] for i in b) for b in self.batches)
+        self.queue_lines = max(2, 1 << (need - 1).bit_length())
+        if sizes_from is not None:
+            if sizes_from.queue_lines < need or sizes_from.slots != slots:
+                raise ValueError(f"the shards need {need} queue lines and {slots} slots; the "
+                                 f"shared hardware has {sizes_from.queue_lines} and "
+                                 f"{sizes_from.slots}")
+            self.queue_lines = sizes_from.queue_lines
         self.topology = parse_topology(f"ring:{m}", link_latency=link_latency)
-        self.lowered = []
+        self.lowered, self.schedules = [], []
         for _, start, stop, direction, _ in self.shards:
             sched = device_ring_schedule(m, stop - start, direction, lanes).relabeled(
                 range(m), topology=self.topology)
+            self.schedules.append(sched)
             self.lowered.append(lower(sched, elements_per_flit=128 // etype.bits))
-        self.ni_config = network_config_for(self.lowered, dtype=etype.name,
-                                            elems_per_flit=128 // etype.bits,
-                                            link_latency=link_latency)
+        shared = (dataclasses.asdict(sizes_from.ni_config) if sizes_from is not None else
+                  {"dtype": etype.name, "elems_per_flit": 128 // etype.bits,
+                   "link_latency": link_latency})
+        self.ni_config = network_config_for(self.lowered, **shared)
         self.rows = rows
         rng_orders = np.random.default_rng(seed + 1)
         self.worker_orders = []          # per batch, per worker: shard indices
@@ -112,28 +144,84 @@ class SystemScenario:
         """The JSON-able arguments that rebuild this scenario (``from_params``)."""
         return {"system": self.config.spec, "tensors": [list(t) for t in self.tensors],
                 "dtype": self.etype.name, "link_latency": self.link_latency,
-                "slots": self.slots, "orders": self.orders, "seed": self.seed}
+                "slots": self.slots, "orders": self.orders, "seed": self.seed,
+                "direct": self.direct, "queue_lines": self.queue_lines,
+                "shared_queue": self.shared_queue,
+                "ni_config": dataclasses.asdict(self.ni_config)}
 
     @classmethod
     def from_params(cls, params):
         from golden_model.coarse.config import parse_system
         from golden_model.elements import element_type
+        from hdl.config import NIConfig
+        sizes = _Sizes(params["queue_lines"], params["slots"],
+                       NIConfig(**params["ni_config"]))
         return cls(parse_system(params["system"]), [tuple(t) for t in params["tensors"]],
                    element_type(params["dtype"]), link_latency=params["link_latency"],
-                   slots=params["slots"], orders=params["orders"], seed=params["seed"])
+                   slots=params["slots"], orders=params["orders"], seed=params["seed"],
+                   direct=params["direct"], sizes_from=sizes,
+                   shared_queue=params["shared_queue"])
 
     @property
     def design_key(self):
         """What the hardware depends on (a simulator build's key)."""
-        import dataclasses
         return {"config": dataclasses.asdict(self.ni_config), "workers": self.config.workers,
-                "queue_lines": self.queue_lines, "slots": self.slots}
+                "queue_lines": self.queue_lines, "slots": self.slots,
+                "shared_queue": self.shared_queue}
+
+    def shard_work(self):
+        """Per batch, ``(works, orders)`` for ``golden_model.coarse.hardware``: each shard of
+        the batch (by tensor slot) as a ``ShardWork``, and each worker's order of the slots."""
+        from allreduce_rtl.plan import model_cycles
+        from golden_model.coarse.hardware import ShardWork
+        from hdl.host import table_commands
+        out = []
+        for b, batch in enumerate(self.batches):
+            works = []
+            for sh in batch:
+                devices = self.shards[sh][4]
+                group = max(devices.count(v) for v in set(devices))
+                works.append(ShardWork(self.rows[sh], group,
+                                       model_cycles(self.schedules[sh], self.ni_config),
+                                       len(table_commands(self.ni_config, self.lowered[sh],
+                                                          0))))
+            orders = [[batch.index(sh) for sh in order] for order in self.worker_orders[b]]
+            out.append((works, orders))
+        return out
+
+    def timing(self, **overrides):
+        """The ``HardwareTiming`` of this hardware and the ``SystemHost`` defaults."""
+        from golden_model.coarse.hardware import HardwareTiming
+        return HardwareTiming(ring_link_latency=self.link_latency, **overrides)
+
+    def model_cycles(self, timing=None):
+        """The hardware cycle model's cycles for this run
+        (``golden_model.coarse.hardware.hardware_timeline``)."""
+        from golden_model.coarse.hardware import hardware_timeline
+        return hardware_timeline(self.shard_work(), timing or self.timing())
+
+    def hardware(self):
+        """The hardware's sizes and its cycle model's parameters, for reports."""
+        return {"workers": self.config.workers, "devices": self.config.devices,
+                "slots": self.slots, "queue_lines": self.queue_lines,
+                "ring_link_latency": self.link_latency, "flit_bits": 128,
+                "line_bytes": 64, "timing": self.timing().as_dict(),
+                "model": "golden_model.coarse.hardware (the proxy pipeline with this "
+                         "hardware's stages: 1 line/cycle ports, 4 flits a line into and out "
+                         "of the NI buffer, the golden ring timing at 1 flit/cycle)"}
 
     def system(self):
         """The ``CoarseSystem`` of this scenario."""
         from hdl.coarse import CoarseSystem
         return CoarseSystem(self.topology, self.ni_config, self.config.workers,
-                            self.queue_lines, self.slots)
+                            self.queue_lines, self.slots, self.shared_queue)
+
+    def device_orders(self, batch, device):
+        """Per worker of ``device``'s groups in ``batch``, the shards it sends there, in its
+        order: the client orders ``golden_model.coarse.deadlock.simulate_queues`` takes."""
+        return [[sh for sh in self.worker_orders[batch][w] if self.shards[sh][4][w] == device]
+                for w in range(self.config.workers)
+                if any(self.shards[sh][4][w] == device for sh in self.batches[batch])]
 
     def copy_lines(self, shard, worker):
         """Worker ``worker``'s copy of shard ``shard`` as line values (the last line padded
@@ -152,6 +240,10 @@ class SystemScenario:
     def expected_bits(self, shard, worker):
         layer, start, stop, _, _ = self.shards[shard]
         return self.etype.to_bits(self.expected[layer][worker, start:stop])
+
+
+#: The hardware sizes another scenario takes (``sizes_from``).
+_Sizes = namedtuple("_Sizes", "queue_lines slots ni_config")
 
 
 def _batches(rows, slots):
@@ -175,7 +267,8 @@ class SystemHost:
         Chance (%) that a worker offers its next request in a cycle, that it takes a response.
     """
 
-    def __init__(self, scenario, system, *, seed=1, send_pct=80, ready_pct=80, watchdog=5000):
+    def __init__(self, scenario, system, *, seed=1, send_pct=80, ready_pct=80, watchdog=5000,
+                 trace=False):
         from hdl.cxl.messages import M2SReq, M2SRwD, S2MDRS, S2MNDR
         from hdl.host import table_commands
         self.s, self.sys = scenario, system
@@ -190,6 +283,9 @@ class SystemHost:
         self.results = {}               # (shard, worker) -> lines
         self.cycle, self.idle_cycles = 0, 0
         self.ring_cycles = []
+        self.trace = [] if trace else None       # per cycle: the outputs but the payloads
+        #: ``(cycle, event, shard)``: "staged", "start", "done" of each shard's ring, "batch"
+        self.events = []
         self.error = 0
         self.stall = None
         self.finished = False
@@ -238,6 +334,7 @@ class SystemHost:
         self.acks = [0] * self.w_count
         self.host_cmds = [[] for _ in range(self.m)]
         self.ring = None                # shard whose ring is loaded or running
+        self.events.append((self.cycle, "batch", self.batch))
         self.phase = "program"
 
     def drive(self):
@@ -300,6 +397,9 @@ class SystemHost:
         out["host_cmd_ready"] = [get(f"host_cmd__{v}__ready") for v in range(self.m)]
         for name in ("staged", "staged_tensor", "done", "error", "cycles"):
             out[name] = get(name)
+        self.queues = [{name: get(f"{name}__{v}") for name in ("head_valid", "head",
+                                                                "queue_used")}
+                       for v in range(self.m)]
         self.sample(out)
 
     def sample(self, out):
@@ -307,6 +407,8 @@ class SystemHost:
         ``drs_valid``, ``drs``; per device ``host_cmd_ready``; ``staged``, ``staged_tensor``,
         ``done``, ``error``, ``cycles``."""
         inp = self._inp
+        if self.trace is not None:
+            self.trace.append([out[k] for k in sorted(out) if k not in ("ndr", "drs")])
         self.cycle += 1
         self.error |= out["error"]
         moved = False
@@ -341,10 +443,12 @@ class SystemHost:
                     moved = True
             if self.phase == "start":
                 self.phase = "ring"
+                self.events.append((self.cycle, "start", self.ring))
                 moved = True
             elif self.phase == "run" and self.ring is None and out["staged"]:
                 shard = self.s.batches[self.batch][out["staged_tensor"]]
                 self.ring = shard
+                self.events.append((self.cycle, "staged", shard))
                 low = self.s.lowered[shard]
                 self.host_cmds = [self._tables(self.s.ni_config, low, v) for v in range(self.m)]
                 moved = True
@@ -352,6 +456,7 @@ class SystemHost:
                 self.phase = "start"
             elif self.phase == "ring" and out["done"]:
                 self.ring_cycles.append(out["cycles"])
+                self.events.append((self.cycle, "done", self.ring))
                 self.ring = None
                 self.phase = "run"
                 moved = True
@@ -375,9 +480,47 @@ class SystemHost:
                 self.results[(sh, w)] = [next(it) for _ in range(self.s.rows[sh])]
 
     def _stall_report(self):
-        return {"cycle": self.cycle, "batch": self.batch, "phase": self.phase,
-                "writes_left": [len(x) for x in self.writes],
-                "reads_left": [len(x) for x in self.reads]}
+        """Where the run stands when the watchdog fires, with every device queue that holds a
+        tensor it cannot start (``stuck``) and a sentence naming the first."""
+        batch = self.s.batches[self.batch]
+        next_shard = [self._next_write_shard(w) for w in range(self.w_count)]
+        stuck = []
+        for v, q in enumerate(getattr(self, "queues", [])):
+            if not q["head_valid"]:
+                continue
+            shard = batch[q["head"]]
+            waiting = [w for w in range(self.w_count) if self.s.shards[shard][4][w] == v
+                       and self._lines_left(w, shard)]
+            stuck.append({"device": v, "queue": "shared", "entries": q["queue_used"],
+                          "depth": self.s.shared_queue, "head_shard": shard,
+                          "waiting_for": waiting,
+                          "their_next_shards": [next_shard[w] for w in waiting]})
+        report = {"cycle": self.cycle, "batch": self.batch, "phase": self.phase,
+                  "writes_left": [len(x) for x in self.writes],
+                  "reads_left": [len(x) for x in self.reads], "stuck": stuck}
+        if stuck:
+            q = stuck[0]
+            report["message"] = (
+                f"device {q['device']}'s shared queue ({q['entries']} of {q['depth']} entries) "
+                f"has shard {q['head_shard']} at its head, waiting for worker(s) "
+                f"{', '.join(map(str, q['waiting_for']))}, whose next line (shard(s) "
+                f"{', '.join(map(str, q['their_next_shards']))}) the full queue refuses")
+        return report
+
+    def _next_write_shard(self, w):
+        sent = self.s.rows and sum(self.s.rows[sh] for sh in self.s.worker_orders[self.batch][w])
+        done = sent - len(self.writes[w])
+        for sh in self.s.worker_orders[self.batch][w]:
+            if done < self.s.rows[sh]:
+                return sh
+            done -= self.s.rows[sh]
+        return None
+
+    def _lines_left(self, w, shard):
+        order = self.s.worker_orders[self.batch][w]
+        before = sum(self.s.rows[sh] for sh in order[:order.index(shard) + 1])
+        sent = sum(self.s.rows[sh] for sh in order) - len(self.writes[w])
+        return sent < before
 
     def mismatches(self):
         """``(shard, worker)`` of every read-back shard that differs from the golden model."""
