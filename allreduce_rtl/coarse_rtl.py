@@ -15,7 +15,8 @@ Bad input raises ``ConfigError`` (exit 2); a failed build or simulator raises
 import json
 
 from golden_model.coarse import DualSync
-from golden_model.coarse.routing import model_tensors
+from golden_model.coarse.functional import line_elements
+from golden_model.coarse.routing import model_tensors, routing_table
 from golden_model.errors import ConfigError
 
 from .errors import EnvironmentFailure
@@ -83,15 +84,17 @@ def _scenarios(config, tensors, etype, schemes, args):
     from tb.coarse.system import ORDERS as TB_ORDERS, SystemScenario  # noqa: PLC0415
     assert TB_ORDERS == ORDERS
     common = dict(seed=args.seed, orders=args.orders, shared_queue=args.shared_queue)
+    per_line = line_elements(etype.dtype)
+    lines = sum(-(-s.elements // per_line) for r in routing_table(config, 0, tensors)
+                for s in r.shards)
+    if lines > MAX_LINES:
+        raise ConfigError(f"the layers need {lines:,} lines of 64 bytes per worker, more than "
+                          f"the {MAX_LINES:,} a run takes; choose fewer --layers")
     try:
         full = SystemScenario(config, tensors, etype, **common)
         full.system()                         # the hardware's limits (W, slots, sizes)
     except ValueError as exc:
         raise ConfigError(f"the COARSE system {config.spec} cannot be built: {exc}") from None
-    lines = sum(full.rows)
-    if lines > MAX_LINES:
-        raise ConfigError(f"the layers need {lines:,} lines of 64 bytes per worker, more than "
-                          f"the {MAX_LINES:,} a run takes; choose fewer --layers")
     out = {}
     for scheme, _, direct in schemes:
         try:
