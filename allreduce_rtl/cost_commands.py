@@ -103,7 +103,21 @@ def _coarse(dtype, **params):
         "coarse_sync"
 
 
-_BUILDERS = {"router": _router, "ni": _ni, "cxl": _cxl, "adder": _adder, "coarse": _coarse}
+def _coarse_system(dtype, workers, devices, queue_lines, tensors, link_latency):
+    from golden_model.elements import element_type
+    from golden_model.topology import parse_topology
+    from hdl.coarse import CoarseSystem
+    from hdl.coarse.system import ring_config
+    from hdl.generate import to_verilog
+    etype = element_type(dtype)
+    system = CoarseSystem(parse_topology(f"ring:{devices}", link_latency=link_latency),
+                          ring_config(etype, devices, queue_lines, link_latency), workers,
+                          queue_lines, tensors)
+    return to_verilog(system, name="coarse_system"), "coarse_system"
+
+
+_BUILDERS = {"router": _router, "ni": _ni, "cxl": _cxl, "adder": _adder, "coarse": _coarse,
+             "coarse-system": _coarse_system}
 
 _ROUTER = dict(num_vcs=2, vc_buf_depth=8, flit_width=128, credit_delay=1)
 _BOTH, _ECP5 = frozenset({"ice40", "ecp5"}), frozenset({"ecp5"})
@@ -155,6 +169,10 @@ DESIGNS = [
                 num_tensors=4, max_group_shift=4), _BOTH),
     Design("coarse-sync", "coarse", "COARSE sync core: 8 client queues x 256 lines x 512 b",
            dict(dtype="float32", clients=8, queue_lines=256), _ECP5),
+    Design("coarse-system", "coarse-system",
+           "COARSE system: 4 workers, 2 devices (4 x 64-line queues, 4 slots), ring NIs",
+           dict(dtype="float32", workers=4, devices=2, queue_lines=64, tensors=4,
+                link_latency=4), _ECP5),
 ]
 #: (message, credit) design pairs of the flow-control comparison.
 NI_PAIRS = [("ni-message", "ni-credit"), ("ni-small-message", "ni-small-credit")]
@@ -191,7 +209,7 @@ def with_dtype(designs, dtype):
     bits = element_type(dtype).bits
     out = []
     for d in designs:
-        if d.kind == "coarse":
+        if d.kind in ("coarse", "coarse-system"):
             d = replace(d, params={**d.params, "dtype": dtype})
         elif d.kind == "ni":
             width = d.params.get("elems_per_flit", 4) * element_type(
@@ -260,7 +278,7 @@ def _rows(results, family=ICE40):
     rows = []
     for r in results:
         g, fpga = r["generic"], r[family.name]
-        typed = r["kind"] in ("ni", "adder", "coarse")
+        typed = r["kind"] in ("ni", "adder", "coarse", "coarse-system")
         dtype = r["config"].get("dtype", "int32") if typed else "-"
         rows.append({"name": r["name"], "summary": r["summary"], "dtype": dtype,
                      "cells": g["cells"],

@@ -9,10 +9,10 @@ import dataclasses
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
 
 from golden_model.elements import FLOAT32, INT32
 from tb.coarse.scenarios import DEVICE_GROUPS, DeviceRingScenario, DevicesHost, layouts_of
+from hdl_host import run_testbench
 
 
 def run(scenario, seed=1):
@@ -42,10 +42,7 @@ def run(scenario, seed=1):
                 "cycles": ctx.get(top.cycles)})
             await ctx.tick()
 
-    sim = Simulator(top)
-    sim.add_clock(1e-9)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbench(top, bench)
     return host
 
 

@@ -4,14 +4,13 @@ the devices reduce them in client order and around their ring, and the workers p
 (MemRd, held until reduced): every worker's every shard bit for bit the golden model's
 (golden_model.coarse.functional.synchronise), for shard orders that differ between workers."""
 
-import numpy as np
 import pytest
 from amaranth.hdl import Value
-from amaranth.sim import Simulator
 
 from golden_model.coarse.config import parse_system
 from golden_model.elements import FLOAT32, INT32
 from tb.coarse.system import SystemHost, SystemScenario
+from hdl_host import run_testbench
 
 SMALL = "coarse:W=4,M=2,lat_local=0.01,lat_remote=0.02,threshold=2KB"
 #: (layer, name, elements): a 1,500-element tensor cut into two shards and two small ones;
@@ -36,10 +35,7 @@ def run_system(scenario, seed=1, max_cycles=100_000, **host_args):
             host.sample_ports(lambda name: ctx.get(ports[name]))
             await ctx.tick()
 
-    sim = Simulator(top)
-    sim.add_clock(1e-9)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbench(top, bench)
     return host
 
 

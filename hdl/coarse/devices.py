@@ -14,7 +14,7 @@ no client copy of a tensor (empty mask) contributes +0 lines.
 
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import Out
 
 from ..config import NIConfig
 from ..network import Network

@@ -35,15 +35,41 @@ from ..cxl.messages import (M2SReq, M2SReqOpcode, M2SRwD, M2SRwDOpcode, MetaFiel
 from ..fifo import make_fifo
 from ..ops import eq_const, first_set, is_zero, lt_const, select_word
 from ..router.arbiter import RoundRobinArbiter
+from .device import FLITS_PER_LINE
 from .devices import CoarseDevices
+from .group_reducer import LINE_BITS
 
-__all__ = ["CoarseSystem", "NDR_QUEUE", "DRS_QUEUE"]
+__all__ = ["CoarseSystem", "NDR_QUEUE", "DRS_QUEUE", "ring_config"]
 
 NDR_QUEUE, DRS_QUEUE = 2, 4
 
 #: ``CoarseDevices`` members the system exposes as they are.
 _DEVICE_MEMBERS = ("program", "host_cmd", "host_rsp", "start", "done", "error", "cycles",
                    "staged", "staged_tensor", "head_valid", "head", "queue_used", "busy")
+
+
+def ring_config(element_type, devices, lines, link_latency):
+    """The devices' ``NIConfig`` for shards of up to ``lines`` 64-byte lines: sized by
+    ``hdl.config.network_config_for`` for the device ring's schedules
+    (``golden_model.coarse.functional.device_ring_schedule``) of a ``lines``-line shard in
+    both directions, 128-bit flits of ``element_type``.
+
+    Raises
+    ------
+    ValueError
+        As ``network_config_for`` does (a shard too large for the NI's limits).
+    """
+    from golden_model.coarse.functional import device_ring_schedule
+    from golden_model.lowering import lower
+    from golden_model.topology import parse_topology
+    from ..config import network_config_for
+    per_line = LINE_BITS // element_type.bits
+    per_flit = per_line // FLITS_PER_LINE
+    topology = parse_topology(f"ring:{devices}", link_latency=link_latency)
+    lowered = [lower(device_ring_schedule(devices, lines * per_line, d, per_line).relabeled(
+        range(devices), topology=topology), elements_per_flit=per_flit) for d in (1, -1)]
+    return network_config_for(lowered, dtype=element_type.name, elems_per_flit=per_flit,
+                              link_latency=link_latency)
 
 
 class CoarseSystem(wiring.Component):

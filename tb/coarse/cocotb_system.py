@@ -44,8 +44,9 @@ async def coarse_system(dut):
         await ReadOnly()
         host.sample_ports(get)
     report = {"cycles": host.cycle, "ring_cycles": host.ring_cycles, "error": host.error,
-              "stall": host.stall, "events": host.events, "trace": host.trace, "mismatches": host.mismatches(),
-              "shards": len(scenario.shards), "workers": scenario.config.workers}
+              "stall": host.stall, "events": host.events, "trace": host.trace,
+              "mismatches": host.mismatches(), "shards": len(scenario.shards),
+              "workers": scenario.config.workers}
     pathlib.Path(params["report"]).write_text(json.dumps(report, indent=1))
     assert host.stall is None, f"stalled: {host.stall}"
     assert host.error == 0, "the system's error flag is set"
