@@ -77,3 +77,13 @@ def test_the_naive_shared_queue_stalls_where_the_golden_model_deadlocks():
                             orders="mixed")
     host = run_system(coarse, watchdog=500)
     assert host.finished and host.mismatches() == []
+
+
+def test_lint(tmp_path):
+    from hdl.generate import to_verilog
+    from tb.toolchain import lint_verilog
+    scenario = SystemScenario(parse_system(SMALL), SMALL_TENSORS, FLOAT32, slots=4,
+                              shared_queue=2)
+    path = tmp_path / "coarse_system.v"
+    to_verilog(scenario.system(), path, name="coarse_system")
+    lint_verilog(path, "coarse_system")

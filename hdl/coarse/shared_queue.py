@@ -73,8 +73,11 @@ class SharedQueue(wiring.Component):
         m.d.comb += [self.head_valid.eq(entries[0].valid), self.head.eq(entries[0].tensor),
                      self.used.eq(sum(e.valid for e in entries))]
 
+        def same(field, value):
+            return eq_const(field, value) if isinstance(value, int) else field == value
+
         def present(client, tensor):
-            return Cat(*[e.valid & (e.client == client) & (e.tensor == tensor)
+            return Cat(*[e.valid & same(e.client, client) & same(e.tensor, tensor)
                          for e in entries]).any()
 
         full = valid.all()

@@ -3,7 +3,8 @@ that runs it (amaranth.sim in tests/test_coarse_system.py, cocotb in
 ``tb.coarse.cocotb_system``).
 
 ``SystemScenario`` takes the golden model's routing tables (``golden_model.coarse.routing``)
-for a system and a workload's tensors, random gradients of the element type, and the golden
+for a system and a workload's tensors, random gradients of the element type (``random_lines``:
+for floats with zeros of both signs, subnormals, infinities and NaNs), and the golden
 result (``golden_model.coarse.functional.synchronise``). Every shard of the tables becomes a
 tensor slot in every device's client queues; shards are taken in routing-table order in
 **batches** that fit the slots and the queue lines. ``SystemHost`` plays, cycle by cycle:
@@ -27,7 +28,7 @@ import numpy as np
 from golden_model.coarse.functional import device_ring_schedule, line_elements, synchronise
 from golden_model.coarse.routing import routing_table
 
-from .lines import line_value
+from .lines import line_value, random_lines
 from .scenarios import pack, unpack
 
 __all__ = ["ORDERS", "SystemScenario", "SystemHost"]
@@ -93,9 +94,10 @@ class SystemScenario:
         self.tables = [routing_table(config, w, proxied) for w in range(w_count)]
         rng = np.random.default_rng(seed)
         self.gradients = {}
-        for layer, _, elements in tensors:
-            pats = rng.integers(0, 1 << 32, size=(w_count, elements), dtype=np.uint64)
-            self.gradients[layer] = etype.from_bits(pats.astype(etype.unsigned))
+        for layer, _, elements in tensors:       # with zeros of both signs, NaNs, infinities
+            pats = random_lines(etype, rng, -(-w_count * elements // lanes)).reshape(-1)
+            self.gradients[layer] = etype.from_bits(
+                pats[:w_count * elements].reshape(w_count, elements))
         self.expected = synchronise(config, self.tables, self.gradients,
                                     direct=self.direct).gradients
         # every shard: (layer, start, stop, direction, device of each worker)
