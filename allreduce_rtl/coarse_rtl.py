@@ -110,6 +110,8 @@ def cmd_coarse_rtl(args, config, model):
     from golden_model.elements import element_type  # noqa: PLC0415
     from tb.build import BuildError  # noqa: PLC0415
     from tb.coarse.run import SystemBuild  # noqa: PLC0415
+
+    from .plan import model_cycles as plan_cycles  # noqa: PLC0415
     tensors = select_layers(model, args.layers or ",".join(RTL_LAYERS))
     etype = element_type(args.dtype)
     schemes, m = _schemes(model, config, tensors)
@@ -138,7 +140,7 @@ def cmd_coarse_rtl(args, config, model):
         if "cycles" not in r:
             raise EnvironmentFailure(f"the {args.simulator} run of {scheme} ended without a "
                                      f"report: {r['failure'] or 'no report'} (log {r['log']})")
-        model_cycles = s.model_cycles()
+        model_cycles = s.model_cycles(plan_cycles)
         verified = not r["failure"] and not r["mismatches"] and not r["stall"] and not r["error"]
         rows.append({**row, "tensors": len({x[0] for x in s.shards}), "shards": len(s.shards),
                      "rtl_cycles": r["cycles"], "model_cycles": model_cycles,

@@ -171,10 +171,11 @@ class SystemScenario:
                 "queue_lines": self.queue_lines, "slots": self.slots,
                 "shared_queue": self.shared_queue}
 
-    def shard_work(self):
+    def shard_work(self, ring_cycles):
         """Per batch, ``(works, orders)`` for ``golden_model.coarse.hardware``: each shard of
-        the batch (by tensor slot) as a ``ShardWork``, and each worker's order of the slots."""
-        from allreduce_rtl.plan import model_cycles
+        the batch (by tensor slot) as a ``ShardWork``, and each worker's order of the slots.
+        ``ring_cycles(schedule, ni_config)`` times a shard's ring on the NIs (the command line's
+        ``allreduce_rtl.plan.model_cycles``; the testbench does not decide the NI's timing)."""
         from golden_model.coarse.hardware import ShardWork
         from hdl.host import table_commands
         out = []
@@ -184,7 +185,7 @@ class SystemScenario:
                 devices = self.shards[sh][4]
                 group = max(devices.count(v) for v in set(devices))
                 works.append(ShardWork(self.rows[sh], group,
-                                       model_cycles(self.schedules[sh], self.ni_config),
+                                       ring_cycles(self.schedules[sh], self.ni_config),
                                        len(table_commands(self.ni_config, self.lowered[sh],
                                                           0))))
             orders = [[batch.index(sh) for sh in order] for order in self.worker_orders[b]]
@@ -196,11 +197,12 @@ class SystemScenario:
         from golden_model.coarse.hardware import HardwareTiming
         return HardwareTiming(ring_link_latency=self.link_latency, **overrides)
 
-    def model_cycles(self, timing=None):
+    def model_cycles(self, ring_cycles, timing=None):
         """The hardware cycle model's cycles for this run
-        (``golden_model.coarse.hardware.hardware_timeline``)."""
+        (``golden_model.coarse.hardware.hardware_timeline``; ``ring_cycles`` as
+        ``shard_work``'s)."""
         from golden_model.coarse.hardware import hardware_timeline
-        return hardware_timeline(self.shard_work(), timing or self.timing())
+        return hardware_timeline(self.shard_work(ring_cycles), timing or self.timing())
 
     def hardware(self):
         """The hardware's sizes and its cycle model's parameters, for reports."""
