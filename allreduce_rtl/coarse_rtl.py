@@ -54,13 +54,16 @@ def select_layers(model, text):
     Raises
     ------
     ConfigError
-        If a name is not a layer of the model with parameters, or is repeated.
+        If a name is empty, not a layer of the model with parameters, or repeated.
     """
     tensors = model_tensors(model)
     if text.strip() == "all":
         return tensors
     by_name = {name: (layer, name, n) for layer, name, n in tensors}
     names = [x.strip() for x in text.split(",")]
+    if not all(names):
+        raise ConfigError(f"--layers {text!r} has an empty name: give layer names separated by "
+                          f"commas, or 'all'")
     for name in names:
         if name not in by_name:
             near = [n for n in by_name if name and name in n][:5]

@@ -55,6 +55,7 @@ def test_the_naive_ablation_reports_its_stall(tmp_path, capsys):
 @pytest.mark.parametrize("argv,needle", [
     (["--layers", "nope"], "'nope' is not a layer of resnet50 with parameters"),
     (["--layers", "conv1,conv1"], "names a layer twice"),
+    (["--layers", ","], "has an empty name"),
     (["--layers", "all"], "more than the 20,000 a run takes"),
     (["--system", "coarse:W=32,M=4"], "workers must be an integer from 1 to 16, not 32"),
     (["--system", "coarse:W=4,M=3"], "M=3 must divide workers W=4"),
