@@ -223,6 +223,14 @@ def cmd_coarse(args):
                  if getattr(args, o) != _RTL_DEFAULTS[o]]
         if given:
             raise ConfigError(f"{', '.join(given)}: only with --rtl")
+    else:
+        given = [o for o, default in (("--sweep-asymmetry", None), ("--mini-batch", None),
+                                      ("--bucket-size", DEFAULT_BUCKET_BYTES),
+                                      ("--no-overlap", False))
+                 if getattr(args, o[2:].replace("-", "_")) != default]
+        if given:
+            raise ConfigError(f"{', '.join(given)}: not with --rtl (the RTL run synchronises "
+                              f"the chosen layers once, outside a training iteration)")
     config = system_config(args, RTL_SYSTEM if args.rtl else None)
     model = get_model(args.model)
     if args.rtl:

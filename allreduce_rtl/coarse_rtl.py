@@ -12,7 +12,11 @@ Bad input raises ``ConfigError`` (exit 2); a failed build or simulator raises
 ``EnvironmentFailure`` (exit 1); a run that does not verify exits 1 after the report is written.
 """
 
+import gc
 import json
+import warnings
+
+from amaranth.hdl import UnusedElaboratable
 
 from golden_model.coarse import DualSync
 from golden_model.coarse.functional import line_elements
@@ -95,7 +99,10 @@ def _scenarios(config, tensors, etype, schemes, args):
                           f"the {MAX_LINES:,} a run takes; choose fewer --layers")
     try:
         full = SystemScenario(config, tensors, etype, **common)
-        full.system()                         # the hardware's limits (W, slots, sizes)
+        with warnings.catch_warnings():       # built to check its limits, not elaborated
+            warnings.simplefilter("ignore", UnusedElaboratable)
+            full.system()                     # the hardware's limits (W, slots, sizes)
+        gc.collect()
     except ValueError as exc:
         raise ConfigError(f"the COARSE system {config.spec} cannot be built: {exc}") from None
     out = {}
@@ -112,6 +119,7 @@ def _scenarios(config, tensors, etype, schemes, args):
 def cmd_coarse_rtl(args, config, model):
     from golden_model.elements import element_type  # noqa: PLC0415
     from tb.build import BuildError  # noqa: PLC0415
+    from tb.toolchain import ToolchainError  # noqa: PLC0415
     from tb.coarse.run import SystemBuild  # noqa: PLC0415
 
     from .plan import model_cycles as plan_cycles  # noqa: PLC0415
@@ -122,11 +130,11 @@ def cmd_coarse_rtl(args, config, model):
     check_writable_file(out / "report.json")
     check_writable_file(out / "coarse_system.v")
     full, scenarios = _scenarios(config, tensors, etype, schemes, args)
-    build = SystemBuild(args.simulator, full, build_root=args.build_dir)
     try:
+        build = SystemBuild(args.simulator, full, build_root=args.build_dir)
         verilog = build.network_file().read_text()
         build.build()
-    except BuildError as exc:
+    except (BuildError, ToolchainError) as exc:
         raise EnvironmentFailure(str(exc)) from None
     rows, runs = [], {}
     for scheme, m_s, direct in schemes:

@@ -56,6 +56,8 @@ def test_the_naive_ablation_reports_its_stall(tmp_path, capsys):
     (["--layers", "nope"], "'nope' is not a layer of resnet50 with parameters"),
     (["--layers", "conv1,conv1"], "names a layer twice"),
     (["--layers", ","], "has an empty name"),
+    (["--no-overlap"], "--no-overlap: not with --rtl"),
+    (["--sweep-asymmetry"], "--sweep-asymmetry: not with --rtl"),
     (["--layers", "all"], "more than the 20,000 a run takes"),
     (["--system", "coarse:W=32,M=4"], "workers must be an integer from 1 to 16, not 32"),
     (["--system", "coarse:W=4,M=3"], "M=3 must divide workers W=4"),
@@ -75,3 +77,12 @@ def test_bad_input(argv, needle, capsys, tmp_path):
 def test_rtl_options_need_rtl(capsys):
     assert main(["coarse", "--layers", "conv1"]) == 2
     assert "--layers: only with --rtl" in capsys.readouterr().err
+
+
+def test_an_unusable_build_folder_is_one_line(tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    assert main(["coarse", "--rtl", "--layers", "conv1.bn", "--build-dir", str(afile),
+                 "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot use the build folder" in err[0]
