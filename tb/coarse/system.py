@@ -511,9 +511,13 @@ class SystemHost:
                 f"{', '.join(map(str, q['their_next_shards']))}) the full queue refuses")
         return report
 
+    def _sent(self, w):
+        """Lines worker ``w`` has written in this batch."""
+        order = self.s.worker_orders[self.batch][w]
+        return sum(self.s.rows[sh] for sh in order) - len(self.writes[w])
+
     def _next_write_shard(self, w):
-        sent = self.s.rows and sum(self.s.rows[sh] for sh in self.s.worker_orders[self.batch][w])
-        done = sent - len(self.writes[w])
+        done = self._sent(w)
         for sh in self.s.worker_orders[self.batch][w]:
             if done < self.s.rows[sh]:
                 return sh
@@ -522,9 +526,7 @@ class SystemHost:
 
     def _lines_left(self, w, shard):
         order = self.s.worker_orders[self.batch][w]
-        before = sum(self.s.rows[sh] for sh in order[:order.index(shard) + 1])
-        sent = sum(self.s.rows[sh] for sh in order) - len(self.writes[w])
-        return sent < before
+        return self._sent(w) < sum(self.s.rows[sh] for sh in order[:order.index(shard) + 1])
 
     def mismatches(self):
         """``(shard, worker)`` of every read-back shard that differs from the golden model."""
