@@ -217,10 +217,9 @@ def _print_sweep(rows, local):
 def cmd_coarse(args):
     """``allreduce-rtl coarse``: COARSE against MPI ring all-reduce for one workload."""
     from .cli import print_json
-    rtl_only = tuple(_RTL_DEFAULTS)
     if not args.rtl:
-        given = [f"--{o.replace('_', '-')}" for o in rtl_only
-                 if getattr(args, o) != _RTL_DEFAULTS[o]]
+        given = [f"--{o.replace('_', '-')}" for o, default in _RTL_DEFAULTS.items()
+                 if getattr(args, o) != default]
         if given:
             raise ConfigError(f"{', '.join(given)}: only with --rtl")
     else:

@@ -128,10 +128,11 @@ class MemoryDevice(wiring.Component):
                                              transparency=[()], kind="coarse_storage")
         rd, wr = storage.read[0], storage.write[0]
         slots = Cat(*core.slots)
-        slot_bits = len(core.slots[0].as_value())
+        layout = core.slots[0].shape()
 
-        def base_of(tensor):
-            return select_word(slots, tensor, slot_bits, n_t)[:rb]
+        def slot_of(tensor):
+            """Tensor ``tensor``'s slot ``{base, last_row, mask}``."""
+            return data.View(layout, select_word(slots, tensor, layout.size, n_t))
 
         # ---- parameter storage reads --------------------------------------------------------
         reduced = Signal(n_t)
@@ -139,7 +140,7 @@ class MemoryDevice(wiring.Component):
             self.reduced.eq(reduced),
             self.read.ready.eq(select_word(reduced, self.read.payload.tensor, 1, n_t)),
             rd.en.eq(self.read.valid & self.read.ready),
-            rd.addr.eq(add_narrow(base_of(self.read.payload.tensor), self.read.payload.row)),
+            rd.addr.eq(add_narrow(slot_of(self.read.payload.tensor).base, self.read.payload.row)),
             self.rdata.eq(rd.data),
         ]
 
@@ -147,7 +148,7 @@ class MemoryDevice(wiring.Component):
         staged, draining = Signal(), Signal()
         tensor = Signal.like(self.staged_tensor)
         last_row = Signal(rb)
-        m.d.comb += last_row.eq(select_word(slots, tensor, slot_bits, n_t)[rb:2 * rb])
+        m.d.comb += last_row.eq(slot_of(tensor).last_row)
         line = Signal(LINE_BITS)
         row = Signal(rb)
         flit = Signal(2)
@@ -200,7 +201,7 @@ class MemoryDevice(wiring.Component):
                 with m.If(eq_const(got[:2], FLITS_PER_LINE - 1)):
                     m.d.comb += [
                         wr.en.eq(1),
-                        wr.addr.eq(add_narrow(base_of(tensor), got[2:])),
+                        wr.addr.eq(add_narrow(slot_of(tensor).base, got[2:])),
                         wr.data.eq(Cat(assembled[FLIT_BITS:], rsp.payload.data)),
                     ]
                     with m.If(got[2:] == last_row):
