@@ -15,6 +15,7 @@ from golden_model.families import spec_forms
 from golden_model.topology import (DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY,
                                    MAX_LINK_BANDWIDTH, MAX_LINK_LATENCY, MIN_LINK_BANDWIDTH,
                                    parse_topology)
+from golden_model.timing import LINK_ORDERS
 from golden_model.units import parse_size
 
 __all__ = ["number_in", "positive_float", "nonnegative_int", "positive_int", "size", "text",
@@ -85,6 +86,11 @@ def network_options(p, topology_default, topology_help="%(default)s"):
                    "taking flit*frequency/bandwidth cycles on a link (default %(default)s)")
     g.add_argument("--frequency", type=frequency, default=1.0,
                    metavar="GHZ", help="network clock in GHz (default %(default)s)")
+    g.add_argument("--timing", choices=LINK_ORDERS, default="hardware",
+                   help="how a link serves the transfers that want it: as the hardware does "
+                   "(in schedule order on NIs joined by links, first come first served on "
+                   "routers), always in schedule order, or always first come first served "
+                   "(default %(default)s)")
 
 
 def hardware_options(p, topology_default="torus:4x4", dtype=True):

@@ -23,7 +23,10 @@ class AlgorithmResult:
     busbw_GBps: float | None
     speedup_vs_ring: float | None
     ratio_to_lower_bound: float | None
+    ratio_to_tight_bound: float | None = None
+    ratio_to_rsag_bound: float | None = None
     tree_steps: int | None = None
+    sub_chunks: int | None = None
 
 
 def elements_for(size_bytes, params):
@@ -66,8 +69,13 @@ def compare(topology, size_bytes, algorithms=None, params=TimingParams(), on_ski
     Returns
     -------
     dict
-        ``{"topology", "nodes", "size_bytes", "lower_bound_cycles", "lower_bound",
-        "results": [AlgorithmResult as dict, ...], "skipped": [{"algorithm", "reason"}]}``.
+        ``{"topology", "nodes", "size_bytes", "timing", "lower_bound_cycles", "lower_bound",
+        "results": [AlgorithmResult as dict, ...], "skipped": [{"algorithm", "reason"}]}``;
+        ``timing`` is ``params.link_order``; ``lower_bound`` holds every bound of
+        ``timing.lower_bound`` (``injection_cycles``, ``cut_cycles``, ``latency_cycles``,
+        ``tight_cycles``, ``rsag_cycles``) and which one binds; each result has its ratio to
+        ``cycles``, to ``tight_cycles`` and to ``rsag_cycles`` (the per-node figure the
+        MultiTree and TACOS papers state ratios against).
         Ring is always timed as the reference for ``speedup_vs_ring``. With one node nothing is
         communicated: cycles are 0 and the bandwidths and ratios are None (JSON null).
         ``lower_bound_cycles`` is the bound rounded up (a time in whole cycles cannot be less).
@@ -84,7 +92,7 @@ def compare(topology, size_bytes, algorithms=None, params=TimingParams(), on_ski
     timed, skipped = {}, []
     for name in dict.fromkeys(["ring", *names]):
         try:
-            sched = build_schedule(name, topology, num_elements)
+            sched = build_schedule(name, topology, num_elements, params)
         except ConfigError as exc:
             if explicit and name in names:
                 raise
@@ -105,9 +113,13 @@ def compare(topology, size_bytes, algorithms=None, params=TimingParams(), on_ski
             algbw_GBps=algbw, busbw_GBps=busbw,
             speedup_vs_ring=ring_cycles / cycles if cycles else None,
             ratio_to_lower_bound=cycles / bound.cycles if bound.cycles else None,
-            tree_steps=sched.meta.get("tree_steps")).__dict__)
+            ratio_to_tight_bound=cycles / bound.tight_cycles if bound.tight_cycles else None,
+            ratio_to_rsag_bound=cycles / bound.rsag_cycles if bound.rsag_cycles else None,
+            tree_steps=sched.meta.get("tree_steps"),
+            sub_chunks=sched.meta.get("sub_chunks")).__dict__)
     return {"topology": topology.spec, "nodes": topology.num_nodes, "size_bytes": size_bytes,
-            "lower_bound_cycles": math.ceil(bound.cycles),
+            "timing": params.link_order, "lower_bound_cycles": math.ceil(bound.cycles),
             "lower_bound": {"binding": bound.binding, "injection_cycles": bound.injection_cycles,
-                            "cut_cycles": bound.cut_cycles, "latency_cycles": bound.latency_cycles},
+                            "cut_cycles": bound.cut_cycles, "latency_cycles": bound.latency_cycles,
+                            "tight_cycles": bound.tight_cycles, "rsag_cycles": bound.rsag_cycles},
             "results": results, "skipped": skipped}

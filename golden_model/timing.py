@@ -49,10 +49,16 @@ destination's loopback port has added it into the chunk; each node adds its stag
 schedule order, one flit per cycle (module ``simulate``'s docstring).
 
 Hardware-matching options (``TimingParams``): ``header_flits`` per message, ``send_delay`` (ready
-to head injection), ``retire_delay`` (tail arrival to finished), ``router_delay`` (the router
-pipeline a head crosses at each intermediate node: ``hdl.router.router``'s 4 cycles), and ``in_order_links`` (each
-link serves its transfers in schedule order, as the NI's send engines walk their tables) so the
+to head injection), ``retire_delay`` (tail arrival to finished) and ``router_delay`` (the router
+pipeline a head crosses at each intermediate node: ``hdl.router.router``'s 4 cycles), so the
 model can be configured like the RTL it is compared with.
+
+Link order (``TimingParams.link_order``): by default a link serves its transfers as the hardware
+that runs the schedule does: in schedule order on NIs joined by links (the send engines walk
+their tables in order; a transfer whose turn has not come waits even when its link is free),
+first come first served on routers. ``"fcfs"`` and ``"schedule"`` force one rule. The
+description above is the first-come-first-served rule; in schedule order a hop requests its link
+as above but starts only after the link's earlier transfers (in schedule order) have started.
 
 Implementation: a discrete-event simulation with one heap event per hop (the head's request of a
 link), keyed by ``time * T + transfer index`` (T transfers) so the heap holds plain ints and pops
@@ -69,12 +75,22 @@ All in cycles (floats, not rounded: a simulated time, an int, is compared agains
 vector size in bytes per node, N endpoint nodes. Time ``D / W`` with D in bytes and W in GB/s is
 in ns; times ``frequency_ghz`` gives cycles.
 
-* Injection (the MultiTree paper's bound, as stated in the issue; it is the classic
-  bandwidth-optimal all-reduce bound, Patarasuk & Yuan 2009, Chan et al. 2007): with reduction
-  done only at endpoint nodes (as in this IR), every node must send and receive at least
-  ``2(N-1)/N * D`` bytes, over at most its own links: ``2(N-1)/N * D / (d * bw)``. The node's own
-  link bandwidths generalise ``d * bw``: the bound uses
-  ``min over nodes of min(sum of outgoing, sum of incoming link bandwidths)``.
+* Injection: every element needs at least ``2(N-1)`` messages carrying it between endpoints
+  (the one-way gossip problem: N parties, each knowing one value, need ``2N - 2`` one-way calls
+  before every party knows every value; Harary & Schwenk 1974. A message of this IR carries
+  less than a call, a partial sum, so it needs at least as many), so the endpoints send and
+  receive at least ``2(N-1) * D`` bytes in all, over their own links (reductions happen only
+  at endpoints, so a switch forwards but never merges): ``2(N-1) * D / B`` with ``B`` the smaller
+  of the endpoints' total outgoing and total incoming link bandwidth. With N nodes of ``d``
+  links of ``bw`` each this is the classic ``2(N-1)/N * D / (d * bw)`` (Patarasuk & Yuan 2009;
+  the MultiTree paper's bound).
+* Per-node injection (``rsag_cycles``, reported, not a bound in general): the classic figure for
+  the node with the least bandwidth, ``2(N-1)/N * D`` over that node's links: what a ring or any
+  algorithm that sends and receives ``2(N-1)/N * D`` through every node needs, and the bound the
+  TACOS and MultiTree papers state their ratios against. It equals the injection bound when
+  every node has the same bandwidth (tori, rings, fat-trees, BiGraphs); where nodes differ (a
+  mesh's corners) a tree algorithm can beat it, as it reduces at intermediate nodes and a leaf
+  then moves only about ``D`` each way (pipelined ``multitree-opt`` on mesh:4x4 does).
 * Cut: for a split of the endpoints into A and B, every element's final value on a node in B
   depends on values in A and vice versa, so at least D bytes must cross each way:
   time >= D / (bandwidth from A to B), and the same for B to A. For direct networks the cut's
@@ -85,12 +101,21 @@ in ns; times ``frequency_ghz`` gives cycles.
   crosses the same 2 links each way), on a fat-tree each top-level group (nodes sharing the
   top digit) against the rest, on a bigraph the nodes of each half of the switches (the two
   layers, and a mixed half: the first half of each layer) against the rest and each switch's
-  nodes against the rest, and everywhere every single node against the rest (the injection bound
-  with D instead of ``2(N-1)/N * D``; both are kept, the injection one is tighter when N >= 2).
+  nodes against the rest, and everywhere every single node against the rest (D into and out of
+  each node).
 * Latency: information from every node must reach every other, so time >= the largest
   shortest-path latency (sum of link latencies) between two endpoints.
 
 ``cycles`` is the largest of the three; ``binding`` names it. N = 1 gives 0.
+
+With latency (``tight_cycles``): a byte that must be delivered by time ``T`` entered its link
+(of latency ``l``, bandwidth ``b``) by ``T - l``, so a link delivers at most ``b (T - l)`` bytes
+by ``T``. Over the endpoints' outgoing links (and again over their incoming ones) the injection
+argument needs ``sum_l b_l (T - l_l) >= 2(N-1) D``, so ``T >= injection + sum_l b_l l_l /
+sum_l b_l`` (the bandwidth-weighted mean latency of those links); across a cut,
+``T >= cut + (the smallest link latency)``. ``tight_cycles`` is the largest of these two and
+the latency bound: at small sizes, where latency and bandwidth terms are alike, it is up to
+twice as tight as ``cycles``.
 """
 
 import gc
@@ -104,9 +129,14 @@ import networkx as nx
 import numpy as np
 
 from .errors import ConfigError
+from .lowering import needs_router
 
 __all__ = ["TimingParams", "TimingResult", "LowerBound", "simulate", "lower_bound",
            "hold_cycles", "cycles_to_us", "algbw_GBps", "busbw_GBps"]
+
+
+#: The link arbitrations ``simulate`` models (``TimingParams.link_order``).
+LINK_ORDERS = ("hardware", "schedule", "fcfs")
 
 
 @dataclass(frozen=True)
@@ -138,11 +168,26 @@ class TimingParams:
         the source and the destination (a transit router of a mesh or torus, a switch of a
         fat-tree or BiGraph); default 0. The hardware router's pipeline is 4 cycles per hop
         (``hdl.router.router``: RC, VA, SA/ST, output).
-    in_order_links : bool
-        When true, each link serves its transfers in schedule order (step, then transfer order)
-        instead of first come first served: the NI's send engines walk their tables in order.
-        Meant for single-hop schedules (multi-hop ones could wait on each other in a cycle,
-        which raises).
+    link_order : str
+        How a link chooses among the transfers that want it (``LINK_ORDERS``):
+
+        * ``"hardware"`` (default): as the hardware that runs the schedule does. A schedule whose
+          every transfer crosses one link of a direct topology runs on NIs joined by links
+          (``golden_model.lowering.needs_router`` is false), whose send engines walk their
+          tables in order: ``"schedule"``. Any other runs on routers, whose round-robin
+          allocators serve packets roughly as they come: ``"fcfs"`` (a message-level
+          approximation; its error against the RTL is in docs/hardware.md, "Routed network").
+        * ``"schedule"``: each link serves its transfers in schedule order (step, then
+          transfer order), a transfer waiting for the earlier ones to have taken the link.
+          Multi-hop schedules can wait on each other in a cycle, which raises.
+        * ``"fcfs"``: first come, first served by the time the head requests the link (ties by
+          schedule order); the model of the first release.
+    message_gap : int
+        Cycles a link stays idle after each message it carried, before the next may start
+        (default 0): the NI's per-message turnaround that the hardware adds between messages on
+        a link (bank-slot waits at both ends, the receive engine taking a head only after the
+        previous message's writes, docs/hardware.md); a schedule of many short messages pays it
+        once per message.
     loopback_latency : int
         Cycles of the link that joins a routed float NI's loopback port to itself (the staged
         transfers of ``simulate``; ``hdl.routed_network.LOOPBACK_LATENCY``); default 1.
@@ -160,7 +205,8 @@ class TimingParams:
     send_delay: int = 0
     retire_delay: int = 0
     router_delay: int = 0
-    in_order_links: bool = False
+    link_order: str = "hardware"
+    message_gap: int = 0
     loopback_latency: int = 1
 
     def __post_init__(self):
@@ -173,12 +219,13 @@ class TimingParams:
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v <= 0:
                 raise ConfigError(f"{name} must be a positive integer, not {v!r}")
         for name in ("header_flits", "send_delay", "retire_delay", "router_delay",
-                     "loopback_latency"):
+                     "message_gap", "loopback_latency"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
                 raise ConfigError(f"{name} must be a whole number >= 0, not {v!r}")
-        if not isinstance(self.in_order_links, bool):
-            raise ConfigError(f"in_order_links must be True or False, not {self.in_order_links!r}")
+        if self.link_order not in LINK_ORDERS:
+            raise ConfigError(f"link order {self.link_order!r} is not one of "
+                              f"{', '.join(LINK_ORDERS)}")
 
 
 def _exact(x):
@@ -279,6 +326,10 @@ class LowerBound(_Rates):
         order on a tie). ``"none"`` for one node.
     cut : str
         Which cut gave ``cut_cycles`` (e.g. ``"cols 0..1 | 2..3"``, ``"node 5"``).
+    rsag_cycles : float
+        The per-node injection figure (module docstring; not a bound on every network).
+    tight_cycles : float
+        The bound with latency terms (module docstring), at least ``cycles``.
     frequency_ghz : float
     num_nodes : int
     """
@@ -288,6 +339,8 @@ class LowerBound(_Rates):
     latency_cycles: float
     binding: str
     cut: str = ""
+    rsag_cycles: float = 0.0
+    tight_cycles: float = 0.0
     frequency_ghz: float = 1.0
     num_nodes: int = 1
 
@@ -434,9 +487,11 @@ def _simulate(schedule, params, staged):
     T = max(total, 1)
     send_delay, retire_delay = params.send_delay, params.retire_delay
     router_delay = params.router_delay
+    gap = params.message_gap
     heap = [send_delay * T + i for i in initial]     # already sorted
     heappush, heappop = heapq.heappush, heapq.heappop
-    in_order = params.in_order_links
+    in_order = (params.link_order == "schedule"
+                or params.link_order == "hardware" and not needs_router(schedule))
     if in_order:
         # rank of every hop among its link's hops in schedule order; next rank each link serves;
         # hops that asked out of turn, parked until their turn: link -> {rank: transfer}
@@ -492,7 +547,7 @@ def _simulate(schedule, params, staged):
         pt = prev_tail[i]
         if pt > tail:
             tail = pt
-        free[lid] = tail
+        free[lid] = tail + gap
         la = lat[lid]
         if h == first_hop[i]:
             start[i] = st
@@ -522,8 +577,9 @@ def _simulate(schedule, params, staged):
             open_gates(feeds[i], fin)
     if done != total:
         # Inputs always come from earlier steps, so only in-order links can leave some waiting.
-        raise ConfigError(f"timing: {total - done} transfers never started: with in-order links "
-                          f"the schedule's multi-hop transfers wait on each other in a cycle")
+        raise ConfigError(f"timing: {total - done} transfers never started: with links in "
+                          f"schedule order the schedule's multi-hop transfers wait on each other "
+                          f"in a cycle (use link order fcfs)")
 
     finish_arr = np.asarray(finish, dtype=np.int64)
     step_max = np.zeros(num_steps, dtype=np.int64)
@@ -601,6 +657,13 @@ def _latency_diameter(topo):
     return float(round(best, 6))
 
 
+def _edges(g):
+    """(u, v, bandwidth, latency) of every directed link, checked."""
+    return [(x, y, _check_bandwidth((x, y), bwv), _check_latency((x, y), lat))
+            for x, y, bwv, lat in ((x, y, a.get("bandwidth"), a.get("latency"))
+                                   for x, y, a in g.edges(data=True))]
+
+
 def lower_bound(topology, size_bytes, params=TimingParams()):
     """Lower bounds on the time of any all-reduce of ``size_bytes`` per node on ``topology``.
 
@@ -630,25 +693,37 @@ def lower_bound(topology, size_bytes, params=TimingParams()):
     n = topology.num_nodes
     freq = params.frequency_ghz
     if n <= 1:
-        return LowerBound(0.0, 0.0, 0.0, 0.0, "none", "", freq, n)
+        return LowerBound(0.0, 0.0, 0.0, 0.0, "none", frequency_ghz=freq, num_nodes=n)
     g = topology.graph
-    for link, bwv in ((link, topology.link_bandwidth(link)) for link in g.edges):
-        _check_bandwidth(link, bwv)
+    edges = _edges(g)
     d = float(size_bytes)
+    ends = set(topology.nodes)
+    out_links = [(bwv, lat) for x, _, bwv, lat in edges if x in ends]
+    in_links = [(bwv, lat) for _, y, bwv, lat in edges if y in ends]
+    injection, with_latency = 0.0, 0.0
+    for links in (out_links, in_links):
+        total = sum(bwv for bwv, _ in links)
+        inj = 2 * (n - 1) * d * freq / total
+        mean_lat = sum(bwv * lat for bwv, lat in links) / total
+        injection = max(injection, inj)
+        with_latency = max(with_latency, inj + mean_lat)
     # Each node's own links: out and in bandwidth; the scarcer direction of the poorest node.
     node_bw = {v: min(sum(bw for _, _, bw in g.out_edges(v, data="bandwidth")),
                       sum(bw for _, _, bw in g.in_edges(v, data="bandwidth")))
                for v in topology.nodes}
     poorest = min(topology.nodes, key=lambda v: (node_bw[v], v))
-    injection = 2 * (n - 1) / n * d * freq / node_bw[poorest]
+    rsag = 2 * (n - 1) / n * d * freq / node_bw[poorest]
     cut_name, cut = f"node {poorest}", d * freq / node_bw[poorest]
     for name, bwv in _cut_bandwidths(topology, topology.natural_cuts()):
         c = d * freq / bwv if bwv > 0 else math.inf
         if c > cut:
             cut_name, cut = name, c
     latency = _latency_diameter(topology)
+    min_latency = min(lat for _, _, _, lat in edges)
     bounds = {"injection": injection, "cut": cut, "latency": latency}
     binding = max(bounds, key=lambda k: bounds[k])      # first of equal maxima
+    tight = max(with_latency, cut + min_latency, latency)
     return LowerBound(cycles=bounds[binding], injection_cycles=injection, cut_cycles=cut,
-                      latency_cycles=latency, binding=binding, cut=cut_name,
+                      latency_cycles=latency, binding=binding, cut=cut_name, rsag_cycles=rsag,
+                      tight_cycles=tight,
                       frequency_ghz=freq, num_nodes=n)

@@ -23,7 +23,7 @@ from hdl_host import (StallError, run_testbench, simulate_allreduce, stream_comm
 #: The timing model configured like the NI (docs/hardware.md, "Pipeline timing"): with receive
 #: buffers at the full-rate depth the RTL takes the model's cycles plus at most the bank
 #: rotation's slack (``hdl.config.rotation_slack``).
-NI_TIMING = TimingParams(header_flits=1, send_delay=2, retire_delay=1, in_order_links=True)
+NI_TIMING = TimingParams(header_flits=1, send_delay=2, retire_delay=1, link_order="schedule")
 
 
 @pytest.mark.parametrize("flow_control", ["credit", "message"])

@@ -86,7 +86,8 @@ def test_first_come_first_served_across_steps():
     t = topo("ring:4")
     # step 0: 2->1 chunk 0 (64 cycles); step 1: 1->0 chunk 0 waits for it (ready at 214);
     # step 1: 1->0 chunk 1 (512 cycles) is ready at 0 and takes link (1, 0) first.
-    r = simulate(make(t, [256, 2048], [[(2, 1, 0)], [(1, 0, 0), (1, 0, 1)]]))
+    r = simulate(make(t, [256, 2048], [[(2, 1, 0)], [(1, 0, 0), (1, 0, 1)]]),
+                 TimingParams(link_order="fcfs"))
     assert list(r.start) == [0, 512, 0]
     assert list(r.finish) == [64 + LAT, 512 + 64 + LAT, 512 + LAT]
 
@@ -287,8 +288,9 @@ def test_lower_bound_ring8(size):
 
 def test_lower_bound_other_families():
     d = 1 << 20
-    mesh = lower_bound(topo("mesh:4x4"), d)        # corner nodes have 2 links
-    assert mesh.injection_cycles == pytest.approx(2 * 15 / 16 * d / 32)
+    mesh = lower_bound(topo("mesh:4x4"), d)        # 48 links; corner nodes have 2
+    assert mesh.injection_cycles == pytest.approx(2 * 15 * d / (48 * 16))
+    assert mesh.rsag_cycles == pytest.approx(2 * 15 / 16 * d / 32)
     assert mesh.cut_cycles == pytest.approx(d / 32) and mesh.latency_cycles == 6 * LAT
     ft = lower_bound(topo("fattree:2x2"), d)       # one 16 GB/s link per node; 4 hops
     assert ft.injection_cycles == pytest.approx(1.5 * d / 16)
@@ -314,7 +316,9 @@ def test_cut_bound_binds_on_a_bottleneck():
         t.graph.edges[link]["bandwidth"] = 1.0
     lb = lower_bound(t, 1 << 20)
     assert lb.binding == "cut" and lb.cut_cycles == pytest.approx((1 << 20) / 2)
-    assert lb.injection_cycles == pytest.approx(1.75 * (1 << 20) / 17)
+    # The endpoints send 4 * 32 + 4 * 17 GB/s in all (nodes 0, 3, 4, 7 have 17 GB/s).
+    assert lb.injection_cycles == pytest.approx(2 * 7 * (1 << 20) / 196)
+    assert lb.rsag_cycles == pytest.approx(1.75 * (1 << 20) / 17)
     assert simulate(build_schedule("ring", t, 1 << 18)).cycles >= lb.cycles
 
 
@@ -521,7 +525,7 @@ def test_in_order_links_serve_schedule_order():
     first), which waits for its input until 214."""
     t = topo("ring:4")
     sched = make(t, [256, 2048], [[(2, 1, 0)], [(1, 0, 0), (1, 0, 1)]])
-    r = simulate(sched, TimingParams(in_order_links=True))
+    r = simulate(sched, TimingParams(link_order="schedule"))
     assert list(r.start) == [0, 64 + LAT, 64 + LAT + 64]
     assert list(r.finish) == [64 + LAT, 2 * (64 + LAT), 64 + LAT + 64 + 512 + LAT]
 
@@ -530,7 +534,7 @@ def test_in_order_links_never_faster_on_real_schedules():
     for alg in ("ring", "multitree", "multitree-opt", "ring2d"):
         s = build_schedule(alg, topo("torus:4x4"), 4096)
         fcfs = simulate(s).cycles
-        ordered = simulate(s, TimingParams(in_order_links=True)).cycles
+        ordered = simulate(s, TimingParams(link_order="schedule")).cycles
         assert ordered >= fcfs or alg == "ring"    # ring's links already see schedule order
         if alg == "ring":
             assert ordered == fcfs
@@ -538,9 +542,9 @@ def test_in_order_links_never_faster_on_real_schedules():
 
 @pytest.mark.parametrize("kw", [{"header_flits": -1}, {"send_delay": 1.5},
                                 {"retire_delay": True}, {"router_delay": -4},
-                                {"in_order_links": 1}])
+                                {"link_order": "lifo"}])
 def test_bad_hardware_options(kw):
-    with pytest.raises(ConfigError, match=next(iter(kw))):
+    with pytest.raises(ConfigError, match=next(iter(kw)).replace("link_order", "link order")):
         TimingParams(**kw)
 
 
@@ -566,3 +570,40 @@ def test_staged_transfers_are_added_in_order_through_the_loopback():
     assert plain.finish.tolist() == [arrive, arrive, arrive + 2 + f + lat + 1]
     with pytest.raises(ConfigError, match="staged transfer 3"):
         simulate(sched, params, staged=(3,))
+
+
+# --- link order and the bound with latency -------------------------------------------------------
+
+def test_hardware_link_order_follows_the_network_that_runs_the_schedule():
+    """Single-hop schedules on a direct topology are served in schedule order (the NIs' send
+    engines), anything with a multi-hop route first come first served (the routers)."""
+    from golden_model.algorithms import multitree_opt
+    t = topo("torus:4x4")
+    direct = multitree_opt.build(t, 1 << 16, sub_chunks=8)   # several transfers per link a step
+    routed = build_schedule("dbtree", t, 4096)
+    assert any(len(tr.route) > 1 for _, tr in routed.transfers())
+    for sched, rule in ((direct, "schedule"), (routed, "fcfs")):
+        assert (simulate(sched).cycles
+                == simulate(sched, TimingParams(link_order=rule)).cycles)
+    # The two rules differ on the direct schedule (so the check above can fail).
+    assert (simulate(direct, TimingParams(link_order="fcfs")).cycles
+            != simulate(direct, TimingParams(link_order="schedule")).cycles)
+
+
+def test_message_gap_idles_the_link_between_messages():
+    """Two messages on one link: the second starts ``gap`` cycles after the first's tail."""
+    t = topo("ring:4")
+    sched = make(t, [256, 256], [[(1, 0, 0), (1, 0, 1)]])
+    r = simulate(sched, TimingParams(message_gap=7))
+    assert list(r.start) == [0, 64 + 7]
+    assert r.cycles == 64 + 7 + 64 + LAT
+
+
+@pytest.mark.parametrize("size", [64, 1 << 20])
+def test_tight_bound_adds_the_link_latency(size):
+    """torus:4x4 with equal links: injection + 150 (the mean latency of the nodes' links), the
+    cut bound D/64 + 150 and the diameter 600; the largest of them."""
+    lb = lower_bound(topo("torus:4x4"), size)
+    inj = 2 * 15 * size / (64 * 16)
+    assert lb.tight_cycles == pytest.approx(max(inj + LAT, size / 64 + LAT, 4 * LAT))
+    assert lb.rsag_cycles == pytest.approx(lb.injection_cycles)
