@@ -28,10 +28,12 @@ re-implemented here, not copied), see also ``/work/shared/references.md``:
   all trees are complete. ``turns`` restarts at 0 every step.
 * After every complete round the root order becomes ``sorted(zip(priority, roots),
   reverse=True)`` (descending priority, ties by descending node id) and persists across steps.
-  Priority: on a mesh, a node's largest Manhattan distance to the four corners (the authors'
-  ``KNCube`` priority; their code has a typo, ``abs(src_x - dest_x) + abs(dest_x - dest_y)``, we use
-  the true Manhattan distance); everywhere else all equal (so after the first round the order is
-  N-1, ..., 0).
+  Priority: on a mesh, a node's largest distance to the four corners as the authors' code
+  computes it (``KNCube.distance``: ``abs(src_x - dest_x) + abs(dest_x - dest_y)``, row distance
+  plus a column term that slipped to ``|corner row - corner column|``; ``root_priority``), so that
+  the paper's mesh figures are reproduced: mesh:8x8 takes 34 tree steps as theirs does (32 with
+  the true Manhattan distance, which ``multitree-opt`` builds as a candidate); everywhere else
+  all equal (so after the first round the order is N-1, ..., 0).
 
 This variant (turn counter reset per step, resort after every complete round including the last
 one of a step, complete roots counted as turns that add nothing) is what the authors' later
@@ -54,15 +56,38 @@ from .trees import KARY, trees_to_schedule
 ALGORITHM = "multitree"
 
 
-def root_priority(topology):
+#: How ``root_priority`` measures a mesh node's distance to a corner: ``"authors"`` as the
+#: published code does, ``"manhattan"`` the true hop count (``multitree-opt``'s candidate).
+CORNER_DISTANCES = ("authors", "manhattan")
+
+
+def root_priority(topology, corner_distance="authors"):
     """Priority of each root for the root order (higher goes first; ties by higher node id).
+
+    Parameters
+    ----------
+    topology : Topology
+    corner_distance : {"authors", "manhattan"}
+        On a mesh, the distance from node (r, c) to corner (a, b): ``"authors"``
+        ``|r - a| + |a - b|``, as the published code computes it (``KNCube.distance`` in
+        ``farabimahmud/accelerator``, ``src/allreduce/network/kncube.py``: ``abs(src_x - dest_x)
+        + abs(dest_x - dest_y)`` with x the row and y the column, a slip for the column term that
+        the paper's mesh figures were made with); ``"manhattan"`` ``|r - a| + |c - b|``.
 
     Returns
     -------
     list of int
-        Mesh: largest Manhattan distance (in hops) from the node to the four corners; all zeros on
-        every other family (the authors' networks leave it at 0 except on a mesh).
+        Mesh: the largest distance from the node to the four corners; all zeros on every other
+        family (the authors' networks leave it at 0 except on a mesh).
+
+    Raises
+    ------
+    ValueError
+        On another ``corner_distance``.
     """
+    if corner_distance not in CORNER_DISTANCES:
+        raise ValueError(f"corner distance {corner_distance!r} is not one of "
+                         f"{', '.join(CORNER_DISTANCES)}")
     n = topology.num_nodes
     if topology.family != "mesh":
         return [0] * n
@@ -71,7 +96,10 @@ def root_priority(topology):
     prio = []
     for v in range(n):
         r, c = topology.coords(v)
-        prio.append(max(abs(r - a) + abs(c - b) for a, b in corners))
+        if corner_distance == "authors":
+            prio.append(max(abs(r - a) + abs(a - b) for a, b in corners))
+        else:
+            prio.append(max(abs(r - a) + abs(c - b) for a, b in corners))
     return prio
 
 
@@ -97,7 +125,7 @@ def candidate_children(topology):
     return cands
 
 
-def compute_trees(topology, kary=KARY):
+def compute_trees(topology, kary=KARY, corner_distance="authors"):
     """Grow the N MultiTree trees with the published rules (module docstring).
 
     Parameters
@@ -106,6 +134,8 @@ def compute_trees(topology, kary=KARY):
     kary : int
         Fan-out parameter (>= 2): per step a parent adds at most ``kary - 1`` children and a node
         joins at most ``kary - 1`` trees. Default 5, the authors' 2D-torus value.
+    corner_distance : {"authors", "manhattan"}
+        The mesh root priority's distance (``root_priority``); default the published one.
 
     Returns
     -------
@@ -124,7 +154,7 @@ def compute_trees(topology, kary=KARY):
     # The link every candidate route of a parent starts with, if they share one (its injection
     # link on fattree and bigraph): once used, the parent is done for the step.
     first = [_shared_first_link(plist) for plist in cands]
-    prio = root_priority(topology)
+    prio = root_priority(topology, corner_distance)
     sorted_order = [r for _, r in sorted(zip(prio, range(n)), reverse=True)]
     order = list(range(n))
     members = [{r} for r in range(n)]          # nodes in tree r (grows during a step)
