@@ -1,6 +1,7 @@
 """The golden-model subcommands ``compare``, ``schedule`` and ``sweep``: each takes the parsed
 arguments and returns an exit code."""
 
+import math
 import sys
 
 from tqdm import tqdm
@@ -56,16 +57,24 @@ def register(sub):
     p.set_defaults(func=cmd_sweep)
 
 COMPARE_COLUMNS = [("algorithm", "algorithm", "{}"), ("steps", "steps", "{}"),
-                   ("tree_steps", "tree steps", "{}"), ("cycles", "cycles", "{:,}"),
+                   ("tree_steps", "tree steps", "{}"), ("sub_chunks", "sub-chunks", "{}"),
+                   ("cycles", "cycles", "{:,}"),
                    ("time_us", "time (us)", "{:.1f}"), ("algbw_GBps", "algbw GB/s", "{:.2f}"),
                    ("busbw_GBps", "busbw GB/s", "{:.2f}"),
                    ("speedup_vs_ring", "speed-up vs ring", "{:.2f}x"),
-                   ("ratio_to_lower_bound", "x lower bound", "{:.3f}")]
+                   ("ratio_to_lower_bound", "x lower bound", "{:.3f}"),
+                   ("ratio_to_tight_bound", "x with latency", "{:.3f}")]
+
+
+#: How ``compare`` names each link order (``TimingParams.link_order``) in its header line.
+LINK_ORDER_WORDS = {"hardware": "as the hardware does", "schedule": "in schedule order",
+                    "fcfs": "first come first served"}
 
 
 def _params(args):
     try:
-        return TimingParams(frequency_ghz=args.frequency, flit_bytes=args.flit_bytes)
+        return TimingParams(frequency_ghz=args.frequency, flit_bytes=args.flit_bytes,
+                            link_order=args.timing)
     except TypeError as exc:   # pragma: no cover - argparse already typed the values
         raise ConfigError(str(exc)) from None
 
@@ -81,7 +90,13 @@ def _note(name, reason):
 def _print_compare(report):
     lb = report["lower_bound"]
     print(f"{report['topology']} ({report['nodes']} nodes), {format_size(report['size_bytes'])} "
-          f"per node; lower bound {report['lower_bound_cycles']:,.0f} cycles ({lb['binding']})")
+          f"per node, links served {LINK_ORDER_WORDS[report['timing']]}; lower bound "
+          f"{report['lower_bound_cycles']:,.0f} cycles ({lb['binding']}), "
+          f"{math.ceil(lb['tight_cycles']):,} with latency")
+    if lb["rsag_cycles"] > lb["injection_cycles"] * (1 + 1e-9):
+        print(f"(the per-node figure of the papers, 2(N-1)/N of the vector through the poorest "
+              f"node, is {math.ceil(lb['rsag_cycles']):,} cycles: not a bound here, as the "
+              f"nodes' bandwidths differ)")
     print(format_table(report["results"], COMPARE_COLUMNS))
 
 
@@ -162,8 +177,8 @@ def cmd_sweep(args):
         rows.extend({"size_bytes": size, **r} for r in report["results"])
     for name in sorted(skipped & set(names or ALGORITHMS)):
         _note(name, "cannot run on this topology")
-    cols = ["size_bytes", "algorithm", "steps", "cycles", "time_us", "algbw_GBps", "busbw_GBps",
-            "speedup_vs_ring", "ratio_to_lower_bound"]
+    cols = ["size_bytes", "algorithm", "steps", "sub_chunks", "cycles", "time_us", "algbw_GBps",
+            "busbw_GBps", "speedup_vs_ring", "ratio_to_lower_bound", "ratio_to_tight_bound"]
     def cell(v):
         return f"{v:.6g}" if isinstance(v, float) else "" if v is None else str(v)
     csv = ",".join(cols) + "\n" + "".join(",".join(cell(r[c]) for c in cols) + "\n" for r in rows)

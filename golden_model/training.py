@@ -17,7 +17,7 @@ One iteration on every node (all nodes are identical, so one node is modelled):
 4. Buckets are all-reduced in order, one at a time (one communication stream, as NCCL's single
    stream per communicator): bucket ``j`` starts at ``max(ready_j, end_{j-1})`` and takes the
    golden timing model's time for the chosen algorithm and topology on its element count:
-   ``timing.simulate(build_schedule(algorithm, topology, elements)).cycles`` at the network
+   ``timing.simulate(build_schedule(algorithm, topology, elements, params)).cycles`` at the network
    clock.
 5. The iteration ends when both the backward pass and the last all-reduce have finished::
 
@@ -147,7 +147,7 @@ def cached_topology(spec, link_bandwidth, link_latency):
 @functools.lru_cache(maxsize=None)
 def _cached_cycles(algorithm, spec, link_bandwidth, link_latency, params, elements):
     topo = cached_topology(spec, link_bandwidth, link_latency)
-    return simulate(build_schedule(algorithm, topo, elements), params).cycles
+    return simulate(build_schedule(algorithm, topo, elements, params), params).cycles
 
 
 def _uniform_links(topology):
@@ -164,7 +164,7 @@ def _edges(topology):
 def allreduce_cycles(algorithm, topology, elements, params=TimingParams()):
     """Network cycles of one all-reduce of ``elements`` elements per node.
 
-    ``timing.simulate(build_schedule(algorithm, topology, elements), params).cycles``, cached on
+    ``timing.simulate(build_schedule(algorithm, topology, elements, params), params).cycles``, cached on
     (algorithm, topology spec, link bandwidth and latency, params, elements) when every link of
     the topology has the same bandwidth and latency (the topologies ``parse_topology`` builds);
     computed afresh otherwise.
@@ -176,7 +176,7 @@ def allreduce_cycles(algorithm, topology, elements, params=TimingParams()):
     """
     links = _uniform_links(topology)
     if links is None:
-        return simulate(build_schedule(algorithm, topology, elements), params).cycles
+        return simulate(build_schedule(algorithm, topology, elements, params), params).cycles
     return _cached_cycles(algorithm, topology.spec, links[0], links[1], params, elements)
 
 

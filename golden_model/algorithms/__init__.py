@@ -22,9 +22,13 @@ ALGORITHMS = {
 MAX_ELEMENTS = 1 << 40
 
 
-def build_schedule(name, topology, num_elements):
+def build_schedule(name, topology, num_elements, params=None):
     """Build the ``AllReduceSchedule`` of algorithm ``name`` on ``topology`` for vectors of
     ``num_elements`` elements. Names are case-insensitive (``"MultiTree"`` is ``multitree``).
+
+    ``params`` (``golden_model.timing.TimingParams``, default ``TimingParams()``) is the timing
+    the schedule will run with: an algorithm that chooses among candidates by their time
+    (``multitree-opt``: trees and sub-chunks) times them with it; the others ignore it.
 
     Raises
     ------
@@ -39,6 +43,9 @@ def build_schedule(name, topology, num_elements):
             0 < num_elements <= MAX_ELEMENTS):
         raise ConfigError(f"element count must be a positive integer up to 2^40, not {num_elements!r}")
     module = importlib.import_module(f".{ALGORITHMS[key]}", __name__)
+    if getattr(module, "TIMED", False):
+        from ..timing import TimingParams  # noqa: PLC0415
+        return module.build(topology, num_elements, params or TimingParams())
     return module.build(topology, num_elements)
 
 

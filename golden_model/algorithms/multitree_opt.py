@@ -48,12 +48,34 @@ edge per step. The schedule is the same lowering (``trees.trees_to_schedule``): 
     pairs whose routes are still free and fill up greedily with the remaining pairs; each kept pair
     serves the valid tree that misses most nodes.
 ``published`` (every topology)
-    ``multitree.compute_trees``.
+    ``multitree.compute_trees``, the authors' construction; on a mesh also
+    ``published-manhattan``, the same with the root priority's corner distance corrected to the
+    Manhattan distance (``multitree.root_priority``; mesh:8x8: 32 tree steps against 34).
 
-The published trees are built first; a construction replaces them only with strictly fewer tree
-steps, so where no step can be saved multitree-opt *is* multitree (same trees, same timing). The
-first candidate that meets ``trees.lower_bound`` is taken at once (no construction can use fewer
-steps); otherwise all are built and the one with the fewest tree steps kept (ties: the earlier).
+Tree sets: the published trees are built first; a construction replaces them only with strictly
+fewer tree steps. The first candidate that meets ``trees.lower_bound`` is taken at once (no
+construction can use fewer steps); otherwise all are built and the one with the fewest tree steps
+kept (ties: the earlier). ``compute_trees`` returns that set.
+
+Timed choice (``build``). Tree steps are not time: a link idle in part of a step stays idle, and
+every tree carries its 1/N of the vector as one message. ``build`` therefore times candidates
+with ``golden_model.timing.simulate`` (the parameters ``algorithms.build_schedule`` passes,
+the timing the schedule will be judged with) and keeps the fastest (ties: fewer transfers):
+
+* the published trees with whole chunks: exactly ``multitree``'s schedule, so multitree-opt is
+  never slower than multitree under the same timing;
+* the kept tree set with whole chunks;
+* the kept tree set *packed* and *pipelined* (``trees.forests_to_schedule``): each root's chunk
+  in ``k`` sub-chunks, sub-chunk ``s`` on the tree set moved by the ``s mod G``-th of the
+  topology's ``G`` symmetries (``symmetries``: on a square torus the eight maps of the square, so
+  each link carries the same load as its rotated images and, with the translation trees, every
+  link exactly the same load), sub-chunk ``s`` starting ``s`` steps after sub-chunk 0. ``k``
+  doubles from ``max(2, G)`` while the time falls, up to ``MAX_SUB_CHUNKS``, N*k elements and
+  ``MAX_TIMED_TRANSFERS`` transfers per candidate.
+
+Measured with the default timing at 64 MiB (16 GB/s, 150-cycle links): torus:4x4 and torus:8x8
+at 1.0003 of the lower bound with 8 sub-chunks (whole chunks: 1.067 and 1.016), at 1 MiB 1.020
+and 1.019; README, "Schedules at the bandwidth optimum".
 
 Guarantees (each checked by ``trees.check_trees`` before lowering, and by the schedule's own
 ``validate``): contention-free by construction (no directed link carries two tree edges, hence two
@@ -70,9 +92,18 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from . import multitree
-from .trees import lower_bound, num_tree_steps, tree_edge_route, trees_to_schedule
+from .trees import (check_trees, forests_to_schedule, lower_bound, num_tree_steps, tree_edge_route,
+                    trees_to_schedule)
 
 ALGORITHM = "multitree-opt"
+#: ``build`` chooses among candidates by the timing model (``algorithms.build_schedule`` passes
+#: the timing parameters).
+TIMED = True
+#: Most sub-chunks per root ``build`` tries.
+MAX_SUB_CHUNKS = 64
+#: Largest candidate schedule (transfers) ``build`` times: the timing model runs at about
+#: 100,000 transfers per second here, so the choice stays within seconds.
+MAX_TIMED_TRANSFERS = 160_000
 #: Seeded restarts of the translation method when the deterministic run misses the bound.
 TRANSLATION_RESTARTS = 8
 _FORBIDDEN = 0.0   # weight of an impossible pair (valid ones are positive)
@@ -329,24 +360,30 @@ def greedy_switched_trees(topology):
 
 
 def compute_trees(topology):
-    """Build the candidate tree sets (module docstring) and keep the best.
+    """Build the candidate tree sets (module docstring) and keep the one with the fewest tree
+    steps.
 
     Returns
     -------
     trees : list of list of (child, parent, step)
     method : str
         The construction kept: ``"translation"`` (``"translation:<seed>"`` for a seeded restart),
-        ``"matching"``, ``"shift"``, ``"greedy"`` or ``"published"``.
+        ``"matching"``, ``"shift"``, ``"greedy"``, ``"published"`` or ``"published-manhattan"``.
     candidates : dict of str to int
         Tree steps of every construction built, by method name as above.
     """
-    n = topology.num_nodes
-    if n == 1:
-        return [[]], "published", {"published": 0}
-    bound = lower_bound(topology)
-    # Published first: it wins ties, so multitree-opt is exactly multitree wherever it cannot
-    # save a tree step (e.g. mesh:8x8, where the published trees already meet the bound).
+    trees, method, candidates, _ = _tree_sets(topology)
+    return trees, method, candidates
+
+
+def _builders(topology):
+    """(name, construction) in the order tried (module docstring)."""
+    # Published first: it wins ties, so multitree-opt's tree set is multitree's wherever no
+    # construction saves a tree step (e.g. torus:4x4 with 5 is beaten, ring:5 is not).
     builders = [("published", lambda: multitree.compute_trees(topology))]
+    if topology.family == "mesh":
+        builders.append(("published-manhattan",
+                         lambda: multitree.compute_trees(topology, corner_distance="manhattan")))
     if topology.grid and topology.wraps:
         builders.append(("translation", lambda: translation_trees(topology)))
         for s in range(1, TRANSLATION_RESTARTS + 1):
@@ -356,42 +393,195 @@ def compute_trees(topology):
     else:
         builders.append(("shift", lambda: shift_trees(topology)))
         builders.append(("greedy", lambda: greedy_switched_trees(topology)))
+    return builders
+
+
+def _tree_sets(topology):
+    """``compute_trees``'s result and the published trees: (trees, method, candidates,
+    published)."""
+    if topology.num_nodes == 1:
+        return [[]], "published", {"published": 0}, [[]]
+    bound = lower_bound(topology)
     best = None
+    published = None
     candidates = {}
-    for name, make in builders:
+    for name, make in _builders(topology):
         trees = make()
         if trees is None:
             continue
         steps = num_tree_steps(trees)
         candidates[name] = steps
+        if name == "published":
+            published = trees
         if best is None or steps < best[0]:
             best = (steps, trees, name)
         if steps <= bound:
             break
-    return best[1], best[2], candidates
+    return best[1], best[2], candidates, published
 
 
-def build(topology, num_elements):
-    """MultiTree-opt all-reduce schedule on ``topology`` for ``num_elements`` elements per node.
+def symmetries(topology):
+    """Automorphisms of ``topology`` that ``build`` packs tree sets with: node permutations
+    that map every link to a link.
+
+    Returns
+    -------
+    list of list of int
+        ``perm[v]`` is the image of node ``v``; the identity first. Mesh and torus (rows x
+        cols): the identity and the three reflections (rows, columns, both), and with square
+        dimensions also the four maps that swap rows and columns (the dihedral group of the
+        square: 90-degree rotations among them, which exchange the two dimensions' links).
+        A ring: the identity and the reflection ``v -> -v``. Fat-tree and BiGraph: the
+        identity only.
+
+    Raises
+    ------
+    AssertionError
+        If a map is not an automorphism (a bug).
+    """
+    n = topology.num_nodes
+    if not topology.grid:
+        return [list(range(n))]
+    rows, cols = topology.grid
+    maps = [lambda r, c: (r, c), lambda r, c: (r, cols - 1 - c),
+            lambda r, c: (rows - 1 - r, c), lambda r, c: (rows - 1 - r, cols - 1 - c)]
+    if rows == cols and rows > 1:
+        maps += [lambda r, c, f=f: f(c, r) for f in list(maps)]
+    perms = []
+    for f in maps:
+        perm = [f(*divmod(v, cols)) for v in range(n)]
+        perm = [r * cols + c for r, c in perm]
+        if perm not in perms:
+            assert all(topology.graph.has_edge(perm[u], perm[v])
+                       for u, v in topology.graph.edges), f"{topology.spec}: not an automorphism"
+            perms.append(perm)
+    return perms
+
+
+def mapped_trees(trees, perm):
+    """The tree set ``trees`` moved by the automorphism ``perm``: the tree of root ``r`` becomes
+    the tree of root ``perm[r]``, every edge mapped, join steps unchanged (so the moved set obeys
+    every rule the original did)."""
+    out = [None] * len(trees)
+    for r, edges in enumerate(trees):
+        out[perm[r]] = [(perm[c], perm[p], t) for c, p, t in edges]
+    return out
+
+
+def one_chunk_bound(topology, num_elements, params):
+    """A lower bound (cycles) on the time of any schedule that moves each of N near-equal
+    chunks in whole-chunk transfers, 2(N-1) per chunk (``multitree``'s, any tree set's).
+
+    The endpoints' outgoing links carry ``2N(N-1)`` transfers, so one of them carries at least
+    ``ceil(2N(N-1) / L)`` (``L`` those links); each holds it for at least ``hold`` cycles (the
+    smallest chunk's message with its header flits on the fastest link, ``timing.hold_cycles``)
+    and, between two, ``message_gap``; the last one finishes ``latency + retire_delay`` after
+    it leaves (the smallest latency); the first cannot start before ``send_delay``. 0 for one
+    node.
+    """
+    from ..timing import hold_cycles  # noqa: PLC0415
+    n = topology.num_nodes
+    if n <= 1:
+        return 0
+    ends = set(topology.nodes)
+    links = [(x, y) for x, y in topology.graph.edges if x in ends]
+    smallest = num_elements // n * params.element_bytes
+    flits = -(-smallest // params.flit_bytes) + params.header_flits
+    hold = hold_cycles(flits * params.flit_bytes, max(topology.link_bandwidth(lk) for lk in links),
+                       params)
+    per_link = -(-2 * n * (n - 1) // len(links))
+    latency = min(topology.link_latency(lk) for lk in links)
+    return (params.send_delay + per_link * hold + (per_link - 1) * params.message_gap + latency
+            + params.retire_delay)
+
+
+def build(topology, num_elements, params=None, sub_chunks=None):
+    """MultiTree-opt all-reduce schedule on ``topology`` for ``num_elements`` elements per node:
+    the fastest candidate by the timing model.
+
+    Candidates (module docstring, "Timed choice"): the published trees and the tree set with
+    the fewest tree steps, each with whole chunks (``trees_to_schedule``); and that tree set
+    packed with the topology's ``symmetries`` and pipelined in sub-chunks
+    (``forests_to_schedule``), the sub-chunk count doubling from the packing's size while the
+    time falls, up to ``MAX_SUB_CHUNKS`` and ``MAX_TIMED_TRANSFERS``.
 
     Parameters
     ----------
     topology : Topology
         Any family; N = 1 gives an empty schedule.
     num_elements : int
-        Elements per node vector (cut into N near-equal chunks, one per tree).
+        Elements per node vector.
+    params : golden_model.timing.TimingParams, optional
+        The timing the candidates are compared with (default ``TimingParams()``).
+    sub_chunks : int, optional
+        Use exactly this many sub-chunks per root (the best tree set, packed) instead of
+        choosing; 1 gives the whole-chunk schedule of that tree set.
 
     Returns
     -------
     AllReduceSchedule
-        ``2T`` steps, ``contention_free=True``; ``meta``: ``tree_steps`` (T), ``lower_bound``,
-        ``method`` (the construction kept) and ``candidates`` (tree steps of each one built).
+        ``2T + k - 1`` steps for ``T`` tree steps and ``k`` sub-chunks; contention-free when
+        ``k = 1``. ``meta``: ``tree_steps`` (T), ``lower_bound``, ``method`` (the tree
+        construction kept), ``candidates`` (tree steps of each one built), ``sub_chunks`` (k),
+        ``tree_sets`` (the packing's size) and ``timed`` (cycles of every candidate timed, by
+        ``"<method>/<k>"``).
 
     Raises
     ------
+    ValueError
+        If ``sub_chunks`` is not a positive integer.
     ScheduleError
         If a construction breaks an invariant (a bug).
     """
-    trees, method, candidates = compute_trees(topology)
-    return trees_to_schedule(ALGORITHM, topology, num_elements, trees,
-                             meta={"method": method, "candidates": candidates})
+    from ..timing import TimingParams, simulate  # noqa: PLC0415
+    params = params or TimingParams()
+    if sub_chunks is not None and (isinstance(sub_chunks, bool) or not isinstance(sub_chunks, int)
+                                   or sub_chunks < 1):
+        raise ValueError(f"sub_chunks must be a positive integer, not {sub_chunks!r}")
+    trees, method, candidates, published = _tree_sets(topology)
+    n = topology.num_nodes
+    meta = {"method": method, "candidates": candidates}
+    if n == 1:
+        return trees_to_schedule(ALGORITHM, topology, num_elements, trees,
+                                 meta={**meta, "sub_chunks": 1, "tree_sets": 1})
+    forests = [mapped_trees(trees, perm) for perm in symmetries(topology)]
+
+    def make(name, sets, k, validate=False):
+        return forests_to_schedule(ALGORITHM, topology, num_elements, sets, k,
+                                   {**meta, "method": name}, validate=validate)
+
+    if sub_chunks is not None:
+        sets = [trees] if sub_chunks == 1 else forests
+        sched = make(method, sets, sub_chunks, validate=True)
+        sched.meta.update(sub_chunks=sub_chunks, tree_sets=len(sets))
+        return sched
+    timed = {}
+    options = []                 # (cycles, transfers, order, schedule, tree sets)
+
+    def consider(name, sets, k):
+        sched = make(name, sets, k)
+        cycles = simulate(sched, params).cycles
+        timed[f"{name}/{k}"] = cycles
+        options.append((cycles, sched.num_transfers, len(options), sched, sets))
+        return cycles
+
+    consider("published", [published], 1)
+    if method != "published":
+        consider(method, [trees], 1)
+    per_set = 2 * n * (n - 1)
+    best = min(options)[0]
+    k = max(2, len(forests))
+    while (k <= MAX_SUB_CHUNKS and k * per_set <= MAX_TIMED_TRANSFERS
+           and k * n <= num_elements):
+        cycles = consider(method, forests, k)
+        if cycles >= best:
+            break
+        best = cycles
+        k *= 2
+    *_, sched, sets = min(options, key=lambda o: o[:3])
+    for tree_set in sets:
+        check_trees(topology, tree_set)
+    sched.validate()
+    sched.meta.update(sub_chunks=sched.num_chunks // n, tree_sets=len(sets),
+                      timed=timed)
+    return sched

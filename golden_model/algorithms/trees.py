@@ -21,8 +21,9 @@ parent to child at schedule step ``T + t``; ``2T`` schedule steps in all.
 import math
 
 import networkx as nx
+import numpy as np
 
-from ..schedule import AllReduceSchedule, Op, ScheduleError, Transfer
+from ..schedule import AllReduceSchedule, Op, ScheduleError, Transfer, chunk_bounds
 
 #: Fan-out limit of the authors' construction: a parent adds at most ``KARY - 1`` children per
 #: step over all trees, a node joins at most ``KARY - 1`` trees per step (``kary = 5`` on a 2D
@@ -142,6 +143,7 @@ def trees_to_schedule(algorithm, topology, num_elements, trees, meta=None):
     authors' ``generate_schedule`` (``farabimahmud/accelerator``,
     ``src/allreduce/multitree_allreduce.py``). Within a step transfers are ordered by tree, then by
     the order the children joined; that order fixes the summation order of REDUCEs into a chunk.
+    This is ``forests_to_schedule`` with one tree set and one sub-chunk.
 
     Parameters
     ----------
@@ -165,15 +167,85 @@ def trees_to_schedule(algorithm, topology, num_elements, trees, meta=None):
     ScheduleError
         If the trees or the schedule break an invariant (an algorithm bug).
     """
-    check_trees(topology, trees)
-    t_steps = num_tree_steps(trees)
-    steps = [[] for _ in range(2 * t_steps)]
-    for r, edges in enumerate(trees):
-        for child, parent, t in edges:
-            route = tree_edge_route(topology, parent, child)
-            steps[t_steps - 1 - t].append(
-                Transfer(child, parent, r, Op.REDUCE, reverse_route(route), flow=r))
-            steps[t_steps + t].append(Transfer(parent, child, r, Op.COPY, route, flow=r))
+    return forests_to_schedule(algorithm, topology, num_elements, [trees], 1, meta)
+
+
+def forests_to_schedule(algorithm, topology, num_elements, forests, sub_chunks, meta=None,
+                        validate=True):
+    """Lower tree sets to a pipelined ``AllReduceSchedule``: each root's data in ``sub_chunks``
+    sub-chunks, sub-chunk ``s`` carried by the tree of its root in ``forests[s % len(forests)]``
+    and started ``s`` steps after sub-chunk 0.
+
+    Chunk ``r * sub_chunks + s`` (of ``N * sub_chunks`` near-equal chunks, so root ``r``'s
+    sub-chunks are contiguous) is sub-chunk ``s`` of root ``r``. With ``T`` the most tree steps
+    of any tree set, sub-chunk ``s`` is lowered as ``trees_to_schedule`` lowers a whole chunk,
+    its steps shifted by ``s``: a child that joined at tree step ``t`` sends its REDUCE at step
+    ``s + T - 1 - t`` and receives its COPY at step ``s + T + t``; ``2T + sub_chunks - 1``
+    steps in all. Within a step transfers are ordered by sub-chunk (the one furthest along
+    first), then tree, then join order. Steps may now use a link several times (one transfer
+    per sub-chunk in flight), so ``contention_free`` is set only for one sub-chunk; the
+    NI's send engines and the timing model (links in schedule order) serve a link's transfers
+    in this order, which keeps the pipeline's sub-chunks in step.
+
+    Parameters
+    ----------
+    algorithm : str
+    topology : Topology
+    num_elements : int
+        Elements per node vector.
+    forests : list of tree sets
+        Each a list of N trees (``check_trees``); a packing when there are several.
+    sub_chunks : int
+        Sub-chunks per root (>= 1).
+    meta : dict, optional
+        Extra facts; ``tree_steps`` (T), ``lower_bound`` and, with more than one sub-chunk or
+        tree set, ``sub_chunks`` and ``tree_sets`` are added.
+    validate : bool
+        Check the trees and the schedule (``check_trees``, ``AllReduceSchedule.validate``);
+        a caller timing many candidates checks only the one it keeps.
+
+    Returns
+    -------
+    AllReduceSchedule
+
+    Raises
+    ------
+    ScheduleError
+        If the trees or the schedule break an invariant (an algorithm bug).
+    ValueError
+        If ``sub_chunks < 1`` or ``forests`` is empty.
+    """
+    if sub_chunks < 1 or not forests:
+        raise ValueError(f"need at least one tree set and one sub-chunk, not {len(forests)} "
+                         f"and {sub_chunks}")
+    if validate:
+        for trees in forests:
+            check_trees(topology, trees)
+    t_steps = max(num_tree_steps(trees) for trees in forests)
+    steps = [[] for _ in range(2 * t_steps + sub_chunks - 1)]
+    routes = {}
+    for s in range(sub_chunks):
+        for r, edges in enumerate(forests[s % len(forests)]):
+            chunk = r * sub_chunks + s
+            for child, parent, t in edges:
+                pair = routes.get((parent, child))
+                if pair is None:
+                    route = tree_edge_route(topology, parent, child)
+                    pair = routes[(parent, child)] = (route, reverse_route(route))
+                route, back = pair
+                steps[s + t_steps - 1 - t].append(
+                    Transfer(child, parent, chunk, Op.REDUCE, back, flow=r))
+                steps[s + t_steps + t].append(Transfer(parent, child, chunk, Op.COPY, route,
+                                                       flow=r))
     meta = {"tree_steps": t_steps, "lower_bound": lower_bound(topology), **(meta or {})}
-    return AllReduceSchedule.build(algorithm, topology, num_elements, topology.num_nodes, steps,
-                                   contention_free=True, meta=meta)
+    if sub_chunks > 1 or len(forests) > 1:
+        meta.update(sub_chunks=sub_chunks, tree_sets=len(forests))
+    n = topology.num_nodes
+    if validate:
+        return AllReduceSchedule.build(algorithm, topology, num_elements, n * sub_chunks, steps,
+                                       contention_free=sub_chunks == 1, meta=meta)
+    bounds = chunk_bounds(num_elements, n * sub_chunks)
+    sizes = np.diff(bounds)
+    steps = [[t for t in step if sizes[t.chunk] > 0] for step in steps]
+    return AllReduceSchedule(algorithm, topology, num_elements, bounds, steps,
+                             contention_free=sub_chunks == 1, meta=meta)
