@@ -524,7 +524,9 @@ def build(topology, num_elements, params=None, sub_chunks=None):
         ``k = 1``. ``meta``: ``tree_steps`` (T), ``lower_bound``, ``method`` (the tree
         construction kept), ``candidates`` (tree steps of each one built), ``sub_chunks`` (k),
         ``tree_sets`` (the packing's size) and ``timed`` (cycles of every candidate timed, by
-        ``"<method>/<k>"``).
+        ``"<method>/<k>"``; empty when the published trees in whole chunks are the only
+        candidate, e.g. torus:16x16, where they meet the tree-step bound and a pipelined
+        schedule would exceed ``MAX_TIMED_TRANSFERS``).
 
     Raises
     ------
@@ -565,14 +567,23 @@ def build(topology, num_elements, params=None, sub_chunks=None):
         options.append((cycles, sched.num_transfers, len(options), sched, sets))
         return cycles
 
+    per_set = 2 * n * (n - 1)
+    k = max(2, len(forests))
+
+    def pipelining_fits(k):
+        return (k <= MAX_SUB_CHUNKS and k * per_set <= MAX_TIMED_TRANSFERS
+                and k * n <= num_elements)
+
+    if method == "published" and not pipelining_fits(k):
+        # One candidate: nothing to choose, so nothing to time.
+        sched = make(method, [trees], 1, validate=True)
+        sched.meta.update(sub_chunks=1, tree_sets=1, timed={})
+        return sched
     consider("published", [published], 1)
     if method != "published":
         consider(method, [trees], 1)
-    per_set = 2 * n * (n - 1)
     best = min(options)[0]
-    k = max(2, len(forests))
-    while (k <= MAX_SUB_CHUNKS and k * per_set <= MAX_TIMED_TRANSFERS
-           and k * n <= num_elements):
+    while pipelining_fits(k):
         cycles = consider(method, forests, k)
         if cycles >= best:
             break

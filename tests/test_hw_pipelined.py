@@ -1,0 +1,87 @@
+"""Pipelined multitree-opt schedules on the hardware, bit for bit and cycle for cycle.
+
+``multitree-opt`` cuts each root's chunk into sub-chunks on packed trees where the timing model
+says that is faster (``golden_model.algorithms.multitree_opt``): more table rows and chunks,
+several transfers on one link in one step. The hardware plan chooses with the NI's
+per-message turnaround (``allreduce_rtl.plan.choice_timing``), so it pipelines only where the
+messages stay long: at these sizes it does (asserted, so a change of the choice cannot silently
+turn the test into a whole-chunk one): mesh:2x3 at 16,384 elements (4 sub-chunks) on links in
+Verilator in the default suite, in Icarus and on routers with ``-m slow``; torus:4x4 at 262,144
+elements (8 sub-chunks of 512 flits) on links and on routers in Verilator with ``-m slow``. Every
+node's buffer must equal ``golden_model.executor``'s bit for bit (on mesh:2x3 under random
+back-pressure on the host ports; torus:4x4's vectors load at full rate, as under back-pressure
+the load alone takes over ten minutes), and the RTL cycles must lie between the timing model configured like the
+hardware and ``MODEL_TOLERANCE`` above it.
+
+The optimal-schedules issue asks for 5% on torus:4x4, which these schedules do not reach yet
+(measured, Verilator: mesh:2x3 on links 1.02 to 1.05, torus:4x4 on links 1.083, mesh:2x3 on
+routers 1.148): the model leaves out the NI's per-message turnaround (``plan.NI_MESSAGE_GAP``)
+and the ordering rule, under which a receive into a chunk waits, holding its port, for the
+receive before it in the summation order; a pipelined schedule has many more messages and
+more receives into one chunk in flight, so both cost more than on whole chunks (1.011).
+"""
+
+import functools
+
+import pytest
+
+from allreduce_rtl.plan import plan_hardware
+from golden_model.topology import parse_topology
+from tb.runner import HardwareBuild, RunSpec
+from tb.scoreboard import check_run
+
+from test_hw_allreduce import LINK_LATENCY, READY_PCT, VALID_PCT, _seed, _vectors
+
+ELEMENTS = {"mesh:2x3": 16384, "torus:4x4": 262144}
+#: How far the RTL may exceed the model, on links and on routers (module docstring: measured
+#: 1.083 and 1.148 at worst; the issue's target is 0.05).
+MODEL_TOLERANCE = {False: 0.10, True: 0.20}
+
+
+@functools.cache
+def pipelined_plan(spec, router):
+    """The hardware plan of multitree-opt on ``spec`` at ``ELEMENTS[spec]`` (float32 on links,
+    int32 on routers, the plan's defaults there)."""
+    topo = parse_topology(spec, link_latency=LINK_LATENCY)
+    return plan_hardware(topo, ["multitree-opt"], [ELEMENTS[spec]], link_latency=LINK_LATENCY,
+                         router=router)
+
+
+pipelined_plan.__test__ = False
+
+
+def _cases():
+    for sim in ("icarus", "verilator"):
+        yield pytest.param(sim, "mesh:2x3", False, id=f"{sim}-mesh:2x3-links",
+                           marks=[pytest.mark.slow] if sim == "icarus" else [])
+        yield pytest.param(sim, "mesh:2x3", True, marks=pytest.mark.slow,
+                           id=f"{sim}-mesh:2x3-routers")
+    for router in (False, True):
+        kind = "routers" if router else "links"
+        yield pytest.param("verilator", "torus:4x4", router, marks=pytest.mark.slow,
+                           id=f"verilator-torus:4x4-{kind}")
+
+
+@pytest.mark.parametrize("sim, spec, router", list(_cases()))
+def test_pipelined_multitree_opt(sim, spec, router, record_property):
+    plan = pipelined_plan(spec, router)
+    run, = plan.runs
+    meta = run.schedule.meta
+    assert meta["sub_chunks"] > 1 and meta["tree_sets"] > 1, meta
+    assert not run.schedule.contention_free
+    # torus:4x4's 65,536 flits per node load in minutes under back-pressure: full rate there.
+    pct = (VALID_PCT, READY_PCT) if spec == "mesh:2x3" else (100, 100)
+    build = HardwareBuild(plan.topology, plan.config, sim, valid_pct=pct[0],
+                          ready_pct=pct[1]).build()
+    seed = _seed(sim, spec, router, "pipelined")
+    vectors = _vectors(run.schedule.num_nodes, run.elements, seed, plan.element_type.name)
+    res, = build.run([RunSpec(run.name, run.lowered, vectors, run.expected_cycles)],
+                     seed=seed & 0x7FFFFFFF)
+    verdict = check_run(res, run.schedule, vectors, plan.element_type,
+                        expected_cycles=run.expected_cycles)
+    assert verdict.passed, verdict.message
+    print(verdict.message)
+    record_property("rtl_cycles", res.cycles)
+    record_property("model_cycles", verdict.model_cycles)
+    assert (verdict.model_cycles <= res.cycles
+            <= (1 + MODEL_TOLERANCE[router]) * verdict.model_cycles), verdict.message
