@@ -13,9 +13,9 @@ back-pressure on the host ports; torus:4x4's vectors load at full rate, as under
 the load alone takes over ten minutes), and the RTL cycles must lie between the timing model configured like the
 hardware and ``MODEL_TOLERANCE`` above it.
 
-The optimal-schedules issue asks for 5% on torus:4x4, which these schedules do not reach yet
-(measured, Verilator: mesh:2x3 on links 1.02 to 1.05, torus:4x4 on links 1.083, mesh:2x3 on
-routers 1.148): the model leaves out the NI's per-message turnaround (``plan.NI_MESSAGE_GAP``)
+The optimal-schedules issue asks for 5% on torus:4x4, which these schedules reach on routers
+and not yet on links (measured, Verilator: torus:4x4 on routers 1.015, on links 1.083; mesh:2x3
+on links 1.033, on routers 1.148, the routers' first-come-first-served approximation): the model leaves out the NI's per-message turnaround (``plan.NI_MESSAGE_GAP``)
 and the ordering rule, under which a receive into a chunk waits, holding its port, for the
 receive before it in the summation order; a pipelined schedule has many more messages and
 more receives into one chunk in flight, so both cost more than on whole chunks (1.011).
