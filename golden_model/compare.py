@@ -7,9 +7,9 @@ all-reduce; GB/s is 10^9 bytes per second.
 import math
 from dataclasses import dataclass
 
-from .algorithms import ALGORITHMS, MAX_ELEMENTS, build_schedule
+from .algorithms import ALGORITHMS, MAX_ELEMENTS, build_schedule, timed_cycles
 from .errors import ConfigError
-from .timing import TimingParams, lower_bound, simulate
+from .timing import TimingParams, lower_bound
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def compare(topology, size_bytes, algorithms=None, params=TimingParams(), on_ski
             if on_skip:
                 on_skip(name, str(exc))
             continue
-        timed[name] = (sched, simulate(sched, params).cycles)
+        timed[name] = (sched, timed_cycles(sched, params))
     ring_cycles = timed["ring"][1]
     results = []
     for name in names:

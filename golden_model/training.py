@@ -55,9 +55,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .accelerator import Accelerator, check_mini_batch
-from .algorithms import ALGORITHMS, build_schedule
+from .algorithms import ALGORITHMS, build_schedule, timed_cycles
 from .errors import ConfigError
-from .timing import TimingParams, simulate
+from .timing import TimingParams
 from .topology import parse_topology
 
 __all__ = ["DEFAULT_BUCKET_BYTES", "Bucket", "TrainingOptions", "ComputeProfile", "make_buckets",
@@ -147,7 +147,7 @@ def cached_topology(spec, link_bandwidth, link_latency):
 @functools.lru_cache(maxsize=None)
 def _cached_cycles(algorithm, spec, link_bandwidth, link_latency, params, elements):
     topo = cached_topology(spec, link_bandwidth, link_latency)
-    return simulate(build_schedule(algorithm, topo, elements, params), params).cycles
+    return timed_cycles(build_schedule(algorithm, topo, elements, params), params)
 
 
 def _uniform_links(topology):
@@ -176,7 +176,7 @@ def allreduce_cycles(algorithm, topology, elements, params=TimingParams()):
     """
     links = _uniform_links(topology)
     if links is None:
-        return simulate(build_schedule(algorithm, topology, elements, params), params).cycles
+        return timed_cycles(build_schedule(algorithm, topology, elements, params), params)
     return _cached_cycles(algorithm, topology.spec, links[0], links[1], params, elements)
 
 

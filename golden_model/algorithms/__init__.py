@@ -56,3 +56,14 @@ def parse_algorithms(text):
         if a not in ALGORITHMS:
             raise ConfigError(f"unknown algorithm {a!r}: expected one of {', '.join(ALGORITHMS)}")
     return names
+
+
+def timed_cycles(schedule, params):
+    """``timing.simulate(schedule, params).cycles`` for a schedule ``build_schedule`` just built
+    with the same ``params``: an algorithm that timed its candidates recorded the kept one's
+    cycles (``meta["cycles"]``), which is read instead of timed again."""
+    cycles = schedule.meta.get("cycles")
+    if cycles is not None:
+        return cycles
+    from ..timing import simulate  # noqa: PLC0415
+    return simulate(schedule, params).cycles

@@ -102,8 +102,10 @@ TIMED = True
 #: Most sub-chunks per root ``build`` tries.
 MAX_SUB_CHUNKS = 64
 #: Largest candidate schedule (transfers) ``build`` times: the timing model runs at about
-#: 100,000 transfers per second here, so the choice stays within seconds.
-MAX_TIMED_TRANSFERS = 160_000
+#: 50,000 transfers per second here (lowering included), so a choice stays near a second on
+#: 64 nodes (8 sub-chunks: 64,512 transfers), and ``allreduce-rtl report``, which builds
+#: multitree-opt for every bucket and sweep size, near 160 s.
+MAX_TIMED_TRANSFERS = 70_000
 #: Seeded restarts of the translation method when the deterministic run misses the bound.
 TRANSLATION_RESTARTS = 8
 _FORBIDDEN = 0.0   # weight of an impossible pair (valid ones are positive)
@@ -524,7 +526,8 @@ def build(topology, num_elements, params=None, sub_chunks=None):
         ``k = 1``. ``meta``: ``tree_steps`` (T), ``lower_bound``, ``method`` (the tree
         construction kept), ``candidates`` (tree steps of each one built), ``sub_chunks`` (k),
         ``tree_sets`` (the packing's size) and ``timed`` (cycles of every candidate timed, by
-        ``"<method>/<k>"``; empty when the published trees in whole chunks are the only
+        ``"<method>/<k>"``; ``cycles`` the kept one's, under ``params``, for callers that
+        time with the same parameters to read (``algorithms.timed_cycles``); empty when the published trees in whole chunks are the only
         candidate, e.g. torus:16x16, where they meet the tree-step bound and a pipelined
         schedule would exceed ``MAX_TIMED_TRANSFERS``).
 
@@ -589,10 +592,10 @@ def build(topology, num_elements, params=None, sub_chunks=None):
             break
         best = cycles
         k *= 2
-    *_, sched, sets = min(options, key=lambda o: o[:3])
+    cycles, _, _, sched, sets = min(options, key=lambda o: o[:3])
     for tree_set in sets:
         check_trees(topology, tree_set)
     sched.validate()
     sched.meta.update(sub_chunks=sched.num_chunks // n, tree_sets=len(sets),
-                      timed=timed)
+                      timed=timed, cycles=cycles)
     return sched
