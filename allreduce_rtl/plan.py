@@ -107,8 +107,9 @@ def hardware_timing(config, topology=None, **overrides) -> TimingParams:
 def choice_timing(element_bytes) -> TimingParams:
     """The timing an algorithm that times its candidates (``multitree-opt``) chooses with when
     the plan builds its schedules: the NI's per-message costs (a head flit, the send and retire
-    delays, the turnaround ``NI_MESSAGE_GAP``) on 128-bit flits, on the topology's links, before the hardware is sized (the element
-    type may still depend on whether the network needs routers)."""
+    delays, the turnaround ``NI_MESSAGE_GAP``) on 128-bit flits, on the topology's links,
+    before the hardware is sized (the element type may still depend on whether the network
+    needs routers)."""
     return TimingParams(flit_bytes=FLIT_BITS // 8, header_flits=1, send_delay=NI_SEND_DELAY,
                         retire_delay=NI_RETIRE_DELAY, element_bytes=element_bytes,
                         message_gap=NI_MESSAGE_GAP)

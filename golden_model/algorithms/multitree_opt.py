@@ -92,8 +92,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from . import multitree
-from .trees import (check_trees, forests_to_schedule, lower_bound, num_tree_steps, tree_edge_route,
-                    trees_to_schedule)
+from .trees import check_trees, forests_to_schedule, lower_bound, num_tree_steps, tree_edge_route
 
 ALGORITHM = "multitree-opt"
 #: ``build`` chooses among candidates by the timing model (``algorithms.build_schedule`` passes
@@ -525,11 +524,12 @@ def build(topology, num_elements, params=None, sub_chunks=None):
         ``2T + k - 1`` steps for ``T`` tree steps and ``k`` sub-chunks; contention-free when
         ``k = 1``. ``meta``: ``tree_steps`` (T), ``lower_bound``, ``method`` (the tree
         construction kept), ``candidates`` (tree steps of each one built), ``sub_chunks`` (k),
-        ``tree_sets`` (the packing's size) and ``timed`` (cycles of every candidate timed, by
-        ``"<method>/<k>"``; ``cycles`` the kept one's, under ``params``, for callers that
-        time with the same parameters to read (``algorithms.timed_cycles``); empty when the published trees in whole chunks are the only
+        ``tree_sets`` (the packing's size), ``timed`` (cycles of every candidate timed, by
+        ``"<method>/<k>"``; empty when the published trees in whole chunks are the only
         candidate, e.g. torus:16x16, where they meet the tree-step bound and a pipelined
-        schedule would exceed ``MAX_TIMED_TRANSFERS``).
+        schedule would exceed ``MAX_TIMED_TRANSFERS``) and, when something was timed,
+        ``cycles``: the kept schedule's under ``params``, for callers that time with the same
+        parameters to read (``algorithms.timed_cycles``).
 
     Raises
     ------
@@ -546,20 +546,17 @@ def build(topology, num_elements, params=None, sub_chunks=None):
     trees, method, candidates, published = _tree_sets(topology)
     n = topology.num_nodes
     meta = {"method": method, "candidates": candidates}
-    if n == 1:
-        return trees_to_schedule(ALGORITHM, topology, num_elements, trees,
-                                 meta={**meta, "sub_chunks": 1, "tree_sets": 1})
     forests = [mapped_trees(trees, perm) for perm in symmetries(topology)]
 
     def make(name, sets, k, validate=False):
         return forests_to_schedule(ALGORITHM, topology, num_elements, sets, k,
-                                   {**meta, "method": name}, validate=validate)
+                                   {**meta, "method": name, "sub_chunks": k,
+                                    "tree_sets": len(sets)}, validate=validate)
 
+    if n == 1:
+        return make(method, [trees], 1, validate=True)
     if sub_chunks is not None:
-        sets = [trees] if sub_chunks == 1 else forests
-        sched = make(method, sets, sub_chunks, validate=True)
-        sched.meta.update(sub_chunks=sub_chunks, tree_sets=len(sets))
-        return sched
+        return make(method, [trees] if sub_chunks == 1 else forests, sub_chunks, validate=True)
     timed = {}
     options = []                 # (cycles, transfers, order, schedule, tree sets)
 
@@ -580,7 +577,7 @@ def build(topology, num_elements, params=None, sub_chunks=None):
     if method == "published" and not pipelining_fits(k):
         # One candidate: nothing to choose, so nothing to time.
         sched = make(method, [trees], 1, validate=True)
-        sched.meta.update(sub_chunks=1, tree_sets=1, timed={})
+        sched.meta["timed"] = {}
         return sched
     consider("published", [published], 1)
     if method != "published":
@@ -596,6 +593,5 @@ def build(topology, num_elements, params=None, sub_chunks=None):
     for tree_set in sets:
         check_trees(topology, tree_set)
     sched.validate()
-    sched.meta.update(sub_chunks=sched.num_chunks // n, tree_sets=len(sets),
-                      timed=timed, cycles=cycles)
+    sched.meta.update(timed=timed, cycles=cycles)
     return sched

@@ -21,9 +21,8 @@ parent to child at schedule step ``T + t``; ``2T`` schedule steps in all.
 import math
 
 import networkx as nx
-import numpy as np
 
-from ..schedule import AllReduceSchedule, Op, ScheduleError, Transfer, chunk_bounds
+from ..schedule import AllReduceSchedule, Op, ScheduleError, Transfer
 
 #: Fan-out limit of the authors' construction: a parent adds at most ``KARY - 1`` children per
 #: step over all trees, a node joins at most ``KARY - 1`` trees per step (``kary = 5`` on a 2D
@@ -240,12 +239,6 @@ def forests_to_schedule(algorithm, topology, num_elements, forests, sub_chunks, 
     meta = {"tree_steps": t_steps, "lower_bound": lower_bound(topology), **(meta or {})}
     if sub_chunks > 1 or len(forests) > 1:
         meta.update(sub_chunks=sub_chunks, tree_sets=len(forests))
-    n = topology.num_nodes
-    if validate:
-        return AllReduceSchedule.build(algorithm, topology, num_elements, n * sub_chunks, steps,
-                                       contention_free=sub_chunks == 1, meta=meta)
-    bounds = chunk_bounds(num_elements, n * sub_chunks)
-    sizes = np.diff(bounds)
-    steps = [[t for t in step if sizes[t.chunk] > 0] for step in steps]
-    return AllReduceSchedule(algorithm, topology, num_elements, bounds, steps,
-                             contention_free=sub_chunks == 1, meta=meta)
+    return AllReduceSchedule.build(algorithm, topology, num_elements,
+                                   topology.num_nodes * sub_chunks, steps, validate=validate,
+                                   contention_free=sub_chunks == 1, meta=meta)
