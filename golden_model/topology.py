@@ -146,8 +146,8 @@ class Topology:
     def route(self, src, dst):
         """The directed links a message from endpoint ``src`` to ``dst`` crosses, in order: the
         family's routing (dimension order on ring, mesh and torus, the shorter way round where
-        a dimension wraps, ties going east or south; d-mod-k shortest paths through switches
-        elsewhere), deterministic and destination-based.
+        a dimension wraps, ties going east or south; d-mod-k on a fat-tree; shortest paths
+        chosen by destination on a BiGraph), deterministic and destination-based.
 
         Returns
         -------

@@ -75,6 +75,25 @@ def test_switched_routes_are_shortest(spec):
         assert all(isinstance(v, str) for _, v in route[:-1])   # only switches in between
 
 
+@pytest.mark.parametrize("spec", ["fattree:2x3", "fattree:3x3", "fattree:4x3", "fattree:8x2"])
+def test_fattree_routes_are_d_mod_k(spec):
+    """Climbing from level l a route takes up-port d_l, digit l of the destination in base K
+    (Zahavi's d-mod-k), so the next hop at every switch depends only on the destination."""
+    t = parse_topology(spec)
+    k, levels = t.dims
+    per_level = k ** (levels - 1)
+    level_of = {f"s{i}": i // per_level for i in range(levels * per_level)}
+    next_hop = {}
+    for a, b in itertools.permutations(t.nodes, 2):
+        route = t.route(a, b)
+        assert len(route) == nx.shortest_path_length(t.graph, a, b)
+        for u, v in route[1:-1]:
+            if level_of[v] > level_of[u]:           # up-port d_l: digit l of the switch word
+                w = int(v[1:]) % per_level
+                assert w // k ** level_of[u] % k == b // k ** level_of[u] % k
+            assert next_hop.setdefault((u, b), v) == v
+
+
 def has_hamiltonian_cycle(g, n):
     """Brute force over permutations (small n only)."""
     if n <= 2:

@@ -82,9 +82,10 @@ class Family(abc.ABC):
     def route(self, topo, src, dst):
         """The nodes a message from endpoint ``src`` to ``dst != src`` visits, both ends included.
 
-        Default (switched networks): one of the shortest paths, chosen by destination (d-mod-k:
-        index ``dst mod count`` among the shortest paths sorted by their text), so the choice is
-        deterministic, destination-based and spreads load.
+        Default (switched networks; the fat-tree has its own closed-form d-mod-k): one of the
+        shortest paths, chosen by destination (index ``dst mod count`` among the shortest paths
+        sorted by their text), so the choice is deterministic, destination-based and spreads
+        load.
         """
         paths = sorted(nx.all_shortest_paths(topo.graph, src, dst), key=str)
         return paths[dst % len(paths)]
