@@ -47,8 +47,10 @@ budgets only shrink and trees only grow, so a parent (or a candidate of a parent
 fails for the rest of the step; each tree keeps a cursor over its step-start parents and each
 (tree, parent) a cursor over the parent's candidates, so a step costs O(parents * candidates) per
 tree at most; on fattree and bigraph a parent whose injection link is taken is dropped at once.
-Measured on the 2-core development machine: torus:16x16 trees (64 tree steps) in about 1 s, the
-whole ``build`` (lowering and ``validate`` included) in about 2 s.
+On direct topologies a tree's parents are only its *frontier*: members with a neighbour outside
+the tree (a count per tree and node, updated as nodes join), since any other member would only be
+scanned past; without it the scans grew as N^3 (torus:32x32: 100 s). Fat-tree and BiGraph keep
+the full scan: there every other endpoint is a candidate until the tree is complete.
 """
 
 from .trees import KARY, trees_to_schedule
@@ -158,7 +160,21 @@ def compute_trees(topology, kary=KARY, corner_distance="authors"):
     sorted_order = [r for _, r in sorted(zip(prio, range(n)), reverse=True)]
     order = list(range(n))
     members = [{r} for r in range(n)]          # nodes in tree r (grows during a step)
-    joined = [[r] for r in range(n)]           # nodes of tree r in join order
+    # frontier[r]: members of tree r that may still adopt a child in it, in join order (a
+    # member all of whose candidates are in the tree would only be scanned past). Tracked on
+    # direct topologies, where a node is the candidate of its few neighbours only: open[r][p]
+    # counts p's candidates outside tree r.
+    frontier = [[r] for r in range(n)]
+    pruned = topology.is_direct
+    if pruned:
+        adopters = [[] for _ in range(n)]      # adopters[c]: the parents c is a candidate of
+        for p in range(n):
+            for c, _ in cands[p]:
+                adopters[c].append(p)
+        open_ = [[len(cands[p]) for p in range(n)] for _ in range(n)]
+        for r in range(n):
+            for p in adopters[r]:
+                open_[r][p] -= 1
     trees = [[] for _ in range(n)]
     incomplete = sum(1 for r in range(n) if len(members[r]) < n)
     step = 0
@@ -166,7 +182,9 @@ def compute_trees(topology, kary=KARY, corner_distance="authors"):
         used = set()                           # directed links used this step
         budget = [kary - 1] * n                # children a parent may still add this step
         joins = [kary - 1] * n                 # trees a node may still join this step
-        parents = [joined[r][:] for r in range(n)]   # step-start members, join order
+        if pruned:
+            frontier = [[p for p in f if o[p]] for f, o in zip(frontier, open_)]
+        parents = [f[:] for f in frontier]     # step-start members that may adopt, join order
         pcur = [0] * n                         # cursor over parents[r]
         ccur = [dict() for _ in range(n)]      # ccur[r][p]: cursor over cands[p]
         turns = 0
@@ -178,7 +196,11 @@ def compute_trees(topology, kary=KARY, corner_distance="authors"):
                               budget, joins, used)
                 if added:
                     child, parent = added
-                    joined[root].append(child)
+                    frontier[root].append(child)
+                    if pruned:
+                        o = open_[root]
+                        for p in adopters[child]:
+                            o[p] -= 1
                     trees[root].append((child, parent, step))
                     if len(members[root]) == n:
                         incomplete -= 1
