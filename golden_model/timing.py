@@ -67,7 +67,11 @@ link in the same cycle, possibly after a later transfer already took that link i
 Links are integer ids with precomputed per-hop hold and per-link
 latency lists. Dependencies go through "gates", one per distinct (node, chunk, inputs so far):
 a gate waits for the inputs that arrived since the previous gate of the same (node, chunk) and
-for that previous gate, so the dependency graph stays linear in the schedule's size.
+for that previous gate, so the dependency graph stays linear in the schedule's size. A schedule
+whose every transfer crosses one link of a direct topology, its links in schedule order (the
+NIs joined by links that run it), has a closed form instead, computed a step at a time with numpy
+(``_simulate_one_hop``): the same cycles, about 15 times faster (0.04 s against 0.56 s for
+multitree-opt's 64,512 transfers on torus:8x8).
 
 Lower bounds (``lower_bound``)
 ------------------------------
@@ -398,12 +402,18 @@ def simulate(schedule, params=TimingParams(), staged=()):
             gc.enable()
 
 
-def _simulate(schedule, params, staged):
+def _simulate(schedule, params, staged, one_hop=True):
+    """``simulate`` without the collector pause; ``one_hop=False`` forces the event simulation
+    where ``_simulate_one_hop`` would answer (tests compare the two)."""
     topo = schedule.topology
     links = list(topo.graph.edges)
     link_id = {link: i for i, link in enumerate(links)}
     lat = [_check_latency(link, topo.link_latency(link)) for link in links]
     bw = [_check_bandwidth(link, topo.link_bandwidth(link)) for link in links]
+    if one_hop and not staged and params.link_order != "fcfs" and topo.is_direct:
+        result = _simulate_one_hop(schedule, params, link_id, lat, bw)
+        if result is not None:
+            return result
     route_ids = {}      # id(route) -> tuple of link ids (routes are often shared tuples)
     num_steps = len(schedule.steps)
     num_chunks = schedule.num_chunks
@@ -468,13 +478,7 @@ def _simulate(schedule, params, staged):
     last_arr = np.cumsum(lens) - 1
     first_hop = (last_arr - lens + 1).tolist()
     last_hop = last_arr.tolist()
-    sizes = np.diff(schedule.bounds) * params.element_bytes
-    flit_vals, flit_class = np.unique(-(-sizes // params.flit_bytes) + params.header_flits,
-                                      return_inverse=True)
-    bw_vals, bw_class = np.unique(np.array(bw, dtype=float), return_inverse=True)
-    freq, fb = _exact(params.frequency_ghz), params.flit_bytes
-    table = np.array([[math.ceil(int(f) * fb * freq / _exact(w)) for w in bw_vals]
-                      for f in flit_vals], dtype=np.int64).reshape(len(flit_vals), len(bw_vals))
+    table, flit_vals, flit_class, bw_class = _hold_table(schedule, params, bw)
     hop_chunk = np.repeat(np.array(chunk_of, dtype=np.int64), lens)
     hop_hold = table[flit_class[hop_chunk], bw_class[np.array(hop_link, dtype=np.int64)]].tolist()
 
@@ -588,6 +592,92 @@ def _simulate(schedule, params, staged):
     return TimingResult(cycles=int(finish_arr.max()) if total else 0, finish=finish_arr,
                         start=np.asarray(start, dtype=np.int64), step_finish=step_finish,
                         frequency_ghz=params.frequency_ghz, num_nodes=topo.num_nodes)
+
+
+def _hold_table(schedule, params, bw):
+    """(``table``, ``flit_class``, ``bw_class``): the exact hold of every (message size, link
+    bandwidth) class, ``table[flit_class[chunk], bw_class[link]]``, one ceiling per class."""
+    sizes = np.diff(schedule.bounds) * params.element_bytes
+    flit_vals, flit_class = np.unique(-(-sizes // params.flit_bytes) + params.header_flits,
+                                      return_inverse=True)
+    bw_vals, bw_class = np.unique(np.array(bw, dtype=float), return_inverse=True)
+    freq, fb = _exact(params.frequency_ghz), params.flit_bytes
+    table = np.array([[math.ceil(int(f) * fb * freq / _exact(w)) for w in bw_vals]
+                      for f in flit_vals], dtype=np.int64).reshape(len(flit_vals), len(bw_vals))
+    return table, flit_vals, flit_class, bw_class
+
+
+def _simulate_one_hop(schedule, params, link_id, lat, bw):
+    """``simulate`` for a schedule whose every transfer crosses one link, its links serving in
+    schedule order (what ``"hardware"`` means there, and ``"schedule"``); None for any other
+    schedule, which the event simulation times.
+
+    The same model in closed form, one step at a time with numpy: a transfer is ready
+    ``send_delay`` after the last of its inputs from earlier steps (``have``, per node and
+    chunk), and takes its link after the link's earlier transfers, ``start = max(ready, free)``;
+    so along one link's transfers of a step (``a_i = hold_i + message_gap``, ``P_j`` the sum of
+    ``a_i`` before ``j``) ``start_j = P_j + max(free, max_{i <= j} (ready_i - P_i))``, a prefix
+    maximum per link. Equal to the event simulation cycle for cycle (tested against it on random
+    schedules and every algorithm).
+    """
+    steps = schedule.steps
+    route_of = [t.route for step in steps for t in step]
+    if any(len(r) != 1 for r in route_of):
+        return None
+    try:
+        link = np.array([link_id[r[0]] for r in route_of], dtype=np.int64)
+    except KeyError as exc:
+        bad = next(t for step in steps for t in step if t.route[0] == exc.args[0])
+        raise ConfigError(f"transfer {bad} crosses link {exc.args[0]} that is not in "
+                          f"{schedule.topology.spec}") from None
+    step_len = [len(step) for step in steps]
+    src = np.array([t.src for step in steps for t in step], dtype=np.int64)
+    dst = np.array([t.dst for step in steps for t in step], dtype=np.int64)
+    chunk = np.array([t.chunk for step in steps for t in step], dtype=np.int64)
+    total = len(link)
+    num_chunks = schedule.num_chunks
+    table, _, flit_class, bw_class = _hold_table(schedule, params, bw)
+    hold = table[flit_class[chunk], bw_class[link]] if total else np.zeros(0, np.int64)
+    lat_arr = np.array(lat, dtype=np.int64)
+    gap = params.message_gap
+    have = np.zeros(schedule.topology.num_nodes * num_chunks, dtype=np.int64)
+    free = np.zeros(len(lat), dtype=np.int64)
+    start = np.zeros(total, dtype=np.int64)
+    finish = np.zeros(total, dtype=np.int64)
+    step_finish = []
+    lo = 0
+    for n_step in step_len:
+        hi = lo + n_step
+        if n_step == 0:
+            step_finish.append(0)
+            continue
+        ready = have[src[lo:hi] * num_chunks + chunk[lo:hi]] + params.send_delay
+        order = np.argsort(link[lo:hi], kind="stable")
+        lk, rd, hd = link[lo:hi][order], ready[order], hold[lo:hi][order]
+        first = np.ones(n_step, dtype=bool)
+        first[1:] = lk[1:] != lk[:-1]
+        seg = np.cumsum(first) - 1
+        a = hd + gap
+        csum = np.cumsum(a) - a                      # exclusive prefix sum over the step
+        p = csum - csum[first][seg]                  # ... within each link's run
+        v = rd - p
+        v[first] = np.maximum(rd[first], free[lk[first]])
+        big = int(v.max() - v.min()) + 1
+        st = p + np.maximum.accumulate(v + seg * big) - seg * big
+        tail = st + hd
+        last = np.ones(n_step, dtype=bool)
+        last[:-1] = first[1:]
+        free[lk[last]] = tail[last] + gap
+        fin = tail + lat_arr[lk] + params.retire_delay
+        idx = lo + order
+        start[idx] = st
+        finish[idx] = fin
+        step_finish.append(int(fin.max()))
+        np.maximum.at(have, dst[lo:hi] * num_chunks + chunk[lo:hi], finish[lo:hi])
+        lo = hi
+    return TimingResult(cycles=int(finish.max()) if total else 0, finish=finish, start=start,
+                        step_finish=step_finish, frequency_ghz=params.frequency_ghz,
+                        num_nodes=schedule.topology.num_nodes)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -607,3 +607,53 @@ def test_tight_bound_adds_the_link_latency(size):
     inj = 2 * 15 * size / (64 * 16)
     assert lb.tight_cycles == pytest.approx(max(inj + LAT, size / 64 + LAT, 4 * LAT))
     assert lb.rsag_cycles == pytest.approx(lb.injection_cycles)
+
+
+# --- the one-hop closed form against the event simulation ---------------------------------------
+
+@st.composite
+def one_hop_schedules(draw):
+    """Random neighbour transfers on a direct topology with random link attributes: several on
+    one link in one step, chains across steps, empty steps, unequal chunks."""
+    t = parse_topology(draw(st.sampled_from(["ring:2", "ring:5", "torus:3x3", "mesh:2x3"])))
+    for link in t.links:
+        t.graph.edges[link]["bandwidth"] = draw(st.sampled_from([8.0, 12.8, 16.0, 32.0]))
+        t.graph.edges[link]["latency"] = draw(st.sampled_from([0, 1, 7, 150]))
+    chunks = draw(st.lists(st.integers(0, 300), min_size=1, max_size=4))
+    link = st.tuples(st.sampled_from(list(t.links)), st.integers(0, len(chunks) - 1),
+                     st.integers(0, 4))
+    steps = [[] for _ in range(5)]
+    for (u, v), chunk, step in draw(st.lists(link, min_size=1, max_size=25)):
+        steps[step].append((u, v, chunk))
+    return make(t, chunks, steps)
+
+
+@settings(max_examples=200, deadline=None)
+@given(sched=one_hop_schedules(), order=st.sampled_from(["hardware", "schedule"]),
+       header=st.sampled_from([0, 1]), send=st.sampled_from([0, 3]),
+       retire=st.sampled_from([0, 5]), gap=st.sampled_from([0, 12]))
+def test_one_hop_closed_form_equals_the_event_simulation(sched, order, header, send, retire,
+                                                           gap):
+    from golden_model import timing  # noqa: PLC0415
+    params = TimingParams(link_order=order, header_flits=header, send_delay=send,
+                          retire_delay=retire, message_gap=gap)
+    fast = simulate(sched, params)
+    event = timing._simulate(sched, params, (), one_hop=False)
+    assert (fast.cycles, fast.step_finish) == (event.cycles, event.step_finish)
+    assert fast.finish.tolist() == event.finish.tolist()
+    assert fast.start.tolist() == event.start.tolist()
+
+
+@pytest.mark.parametrize("name", ALGORITHMS)
+@pytest.mark.parametrize("spec", ["ring:6", "mesh:3x4", "torus:4x4"])
+def test_one_hop_closed_form_on_every_algorithm(name, spec):
+    """Every algorithm's schedule on a direct topology, with the NI's per-message costs."""
+    from golden_model import timing  # noqa: PLC0415
+    params = TimingParams(header_flits=1, send_delay=3, retire_delay=5, message_gap=12)
+    sched = build_schedule(name, topo(spec), 100_003, params)
+    if timing.needs_router(sched):
+        pytest.skip(f"{name} on {spec} crosses several links: the event simulation times it")
+    fast = simulate(sched, params)
+    event = timing._simulate(sched, params, (), one_hop=False)
+    assert fast.finish.tolist() == event.finish.tolist()
+    assert fast.start.tolist() == event.start.tolist()
