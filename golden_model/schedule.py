@@ -225,33 +225,41 @@ class AllReduceSchedule:
         """
         topo = self.topology
         n = topo.num_nodes
+        nc = self.num_chunks
         full = (1 << n) - 1
         sizes = np.diff(self.bounds)
-        live = [c for c in range(self.num_chunks) if sizes[c] > 0]
-        have = {(v, c): 1 << v for v in range(n) for c in live}
-        edges = topo.graph.edges
+        live = [c for c in range(nc) if sizes[c] > 0]
+        # have[v * nc + c]: contributions in node v's copy of chunk c, a bit per node.
+        have = [1 << v for v in range(n) for _ in range(nc)]
+        edges = set(topo.graph.edges)
+        good = set()                 # (src, dst, route) already checked
         for i, step in enumerate(self.steps):
             used = set()
             snapshot = {}
             for t in step:
-                if not (0 <= t.src < n and 0 <= t.dst < n) or t.src == t.dst:
-                    raise ScheduleError(f"step {i}: bad endpoints in {t}")
-                if not (0 <= t.chunk < self.num_chunks):
+                route = t.route
+                if (t.src, t.dst, route) not in good:
+                    if not (0 <= t.src < n and 0 <= t.dst < n) or t.src == t.dst:
+                        raise ScheduleError(f"step {i}: bad endpoints in {t}")
+                    hops = [t.src] + [v for _, v in route]
+                    if (not route or route[0][0] != t.src or hops[-1] != t.dst
+                            or any(a != b for (_, a), (b, _) in zip(route[:-1], route[1:]))
+                            or any(link not in edges for link in route)):
+                        raise ScheduleError(f"step {i}: route {route} does not lead "
+                                            f"{t.src}->{t.dst}")
+                    good.add((t.src, t.dst, route))
+                if not 0 <= t.chunk < nc:
                     raise ScheduleError(f"step {i}: chunk {t.chunk} out of range in {t}")
-                hops = [t.src] + [v for _, v in t.route]
-                if (not t.route or t.route[0][0] != t.src or hops[-1] != t.dst
-                        or any(a != b for (_, a), (b, _) in zip(t.route[:-1], t.route[1:]))
-                        or any(link not in edges for link in t.route)):
-                    raise ScheduleError(f"step {i}: route {t.route} does not lead {t.src}->{t.dst}")
                 if self.contention_free:
-                    for link in t.route:
+                    for link in route:
                         if link in used:
                             raise ScheduleError(f"step {i}: link {link} used twice")
                         used.add(link)
-                snapshot[(t.src, t.chunk)] = have[(t.src, t.chunk)]
+                key = t.src * nc + t.chunk
+                snapshot[key] = have[key]
             for t in step:
-                payload = snapshot[(t.src, t.chunk)]
-                key = (t.dst, t.chunk)
+                payload = snapshot[t.src * nc + t.chunk]
+                key = t.dst * nc + t.chunk
                 if t.op is Op.REDUCE:
                     if have[key] & payload:
                         raise ScheduleError(f"step {i}: {t} adds contributions "
@@ -259,10 +267,13 @@ class AllReduceSchedule:
                     have[key] |= payload
                 else:
                     have[key] = payload
-        for (v, c), mask in have.items():
-            if mask != full:
-                missing = [u for u in range(n) if not mask >> u & 1]
-                raise ScheduleError(f"node {v} chunk {c} lacks contributions of nodes {missing}")
+        for v in range(n):
+            for c in live:
+                mask = have[v * nc + c]
+                if mask != full:
+                    missing = [u for u in range(n) if not mask >> u & 1]
+                    raise ScheduleError(f"node {v} chunk {c} lacks contributions of nodes "
+                                        f"{missing}")
 
     def summary(self):
         """A dict for reports: algorithm, topology, nodes, elements, chunks, steps (steps that carry
