@@ -224,24 +224,28 @@ def _turn(root, parents, pcur, ccur, cands, first, members, budget, joins, used)
     """One root's turn: add the first possible edge, or return False (cursors as in the module
     docstring: everything skipped here stays impossible for the rest of the step)."""
     i = pcur[root]
-    while i < len(parents):
+    num_parents = len(parents)
+    while i < num_parents:
         p = parents[i]
         if budget[p] > 0 and first[p] not in used:
             plist = cands[p]
-            j = ccur.get(p, 0)
-            while j < len(plist):
+            for j in range(ccur.get(p, 0), len(plist)):
                 c, route = plist[j]
-                j += 1
-                if c in members or joins[c] == 0 or any(link in used for link in route):
+                if c in members or joins[c] == 0:
+                    continue
+                if len(route) == 1:
+                    if route[0] in used:
+                        continue
+                elif any(link in used for link in route):
                     continue
                 used.update(route)
                 budget[p] -= 1
                 joins[c] -= 1
                 members.add(c)
-                ccur[p] = j
+                ccur[p] = j + 1
                 pcur[root] = i
                 return c, p
-            ccur[p] = j
+            ccur[p] = len(plist)
         i += 1
     pcur[root] = i
     return False

@@ -89,7 +89,6 @@ import math
 import random
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from . import multitree
 from .trees import check_trees, forests_to_schedule, lower_bound, num_tree_steps, tree_edge_route
@@ -108,6 +107,14 @@ MAX_TIMED_TRANSFERS = 70_000
 #: Seeded restarts of the translation method when the deterministic run misses the bound.
 TRANSLATION_RESTARTS = 8
 _FORBIDDEN = 0.0   # weight of an impossible pair (valid ones are positive)
+
+
+def linear_sum_assignment(weights, maximize):
+    """``scipy.optimize.linear_sum_assignment``, imported on first use: importing
+    ``scipy.optimize`` takes about 0.6 s, more than building the published trees of torus:8x8,
+    and most schedules never need it."""
+    from scipy.optimize import linear_sum_assignment as solve  # noqa: PLC0415
+    return solve(weights, maximize=maximize)
 
 
 def translation_trees(topology, seed=None):
@@ -546,7 +553,10 @@ def build(topology, num_elements, params=None, sub_chunks=None):
     trees, method, candidates, published = _tree_sets(topology)
     n = topology.num_nodes
     meta = {"method": method, "candidates": candidates}
-    forests = [mapped_trees(trees, perm) for perm in symmetries(topology)]
+    perms = symmetries(topology)
+
+    def packed():
+        return [mapped_trees(trees, perm) for perm in perms]
 
     def make(name, sets, k, validate=False):
         return forests_to_schedule(ALGORITHM, topology, num_elements, sets, k,
@@ -556,7 +566,7 @@ def build(topology, num_elements, params=None, sub_chunks=None):
     if n == 1:
         return make(method, [trees], 1, validate=True)
     if sub_chunks is not None:
-        return make(method, [trees] if sub_chunks == 1 else forests, sub_chunks, validate=True)
+        return make(method, [trees] if sub_chunks == 1 else packed(), sub_chunks, validate=True)
     timed = {}
     options = []                 # (cycles, transfers, order, schedule, tree sets)
 
@@ -568,7 +578,7 @@ def build(topology, num_elements, params=None, sub_chunks=None):
         return cycles
 
     per_set = 2 * n * (n - 1)
-    k = max(2, len(forests))
+    k = max(2, len(perms))
 
     def pipelining_fits(k):
         return (k <= MAX_SUB_CHUNKS and k * per_set <= MAX_TIMED_TRANSFERS
@@ -583,6 +593,7 @@ def build(topology, num_elements, params=None, sub_chunks=None):
     if method != "published":
         consider(method, [trees], 1)
     best = min(options)[0]
+    forests = packed() if pipelining_fits(k) else None
     while pipelining_fits(k):
         cycles = consider(method, forests, k)
         if cycles >= best:

@@ -92,7 +92,9 @@ def lower_bound(topology):
     if not topology.is_direct:
         return eject
     links = g.number_of_edges()
-    depth = max(nx.eccentricity(g).values())
+    # The family may know that node 0 is as far from some node as any node is (one search).
+    depth = (nx.eccentricity(g, v=0) if topology.node0_is_peripheral
+             else max(nx.eccentricity(g).values()))
     return max(math.ceil(n * (n - 1) / links), eject, depth)
 
 
@@ -113,6 +115,8 @@ def check_trees(topology, trees):
     if len(trees) != n:
         raise ScheduleError(f"{len(trees)} trees for {n} nodes")
     used = set()
+    direct = topology.is_direct
+    links = set(topology.graph.edges)
     for r, edges in enumerate(trees):
         joined = {r: -1}
         for child, parent, step in edges:
@@ -121,7 +125,7 @@ def check_trees(topology, trees):
             if joined.get(parent, step) >= step:
                 raise ScheduleError(f"tree {r}: parent {parent} of {child} not in the tree "
                                     f"before step {step}")
-            if topology.is_direct and not topology.graph.has_edge(parent, child):
+            if direct and (parent, child) not in links:
                 raise ScheduleError(f"tree {r}: {parent} -> {child} is not a link")
             joined[child] = step
             for link in tree_edge_route(topology, parent, child):
