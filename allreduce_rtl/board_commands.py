@@ -35,7 +35,7 @@ def register(sub):
                    "(default %(default)s)")
     p.add_argument("--dtype", choices=tuple(ADDERS), default=DEFAULT_DTYPE,
                    help="element type the NIs add (default %(default)s)")
-    p.add_argument("--elements", "-e", type=options.positive_int, default=DEFAULT_ELEMENTS,
+    p.add_argument("--elements", "-e", type=options.element_count, default=DEFAULT_ELEMENTS,
                    help="elements per node; every chunk must fill whole flits "
                    "(default %(default)s)")
     p.add_argument("--flow-control", choices=("message", "credit"), default="message",

@@ -14,7 +14,8 @@ from golden_model.timing import TimingParams
 from golden_model.units import format_size, parse_size
 
 from . import options
-from .output import atomic_write, atomic_write_many, check_writable_file, ensure_folder, format_table
+from .output import (atomic_write, atomic_write_many, check_writable_file, counted, ensure_folder,
+                     format_table)
 
 
 def register(sub):
@@ -36,7 +37,7 @@ def register(sub):
     size = p.add_mutually_exclusive_group()
     size.add_argument("--size", "-s", type=options.size, default=None,
                       help="bytes per node (default 1KiB)")
-    size.add_argument("--elements", "-e", type=options.positive_int, default=None,
+    size.add_argument("--elements", "-e", type=options.element_count, default=None,
                       help="elements per node")
     p.add_argument("--out", "-o", type=options.text, default=None, metavar="FILE",
                    help="write the whole schedule (every transfer) to this file")
@@ -89,7 +90,7 @@ def _note(name, reason):
 
 def _print_compare(report):
     lb = report["lower_bound"]
-    print(f"{report['topology']} ({report['nodes']} nodes), {format_size(report['size_bytes'])} "
+    print(f"{report['topology']} ({counted(report['nodes'], 'node')}), {format_size(report['size_bytes'])} "
           f"per node, links served {LINK_ORDER_WORDS[report['timing']]}; lower bound "
           f"{report['lower_bound_cycles']:,.0f} cycles ({lb['binding']}), "
           f"{math.ceil(lb['tight_cycles']):,} with latency")

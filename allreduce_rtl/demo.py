@@ -38,7 +38,7 @@ from tb.scoreboard import check_run
 from tb.toolchain import ToolchainError
 
 from .errors import EnvironmentFailure
-from .output import Spinner, atomic_write_many, check_writable_file, ensure_folder
+from .output import Spinner, atomic_write_many, check_writable_file, counted, ensure_folder
 from .plan import plan_hardware
 
 __all__ = ["RESNET50_LAYERS", "FIXED_POINT_SCALE", "DemoPlan", "plan_demo", "gradients",
@@ -422,7 +422,7 @@ def format_report(report) -> str:
     rows = [{**row, "verified": "yes" if row["verified"] else "NO"} for row in r["results"]]
     q = r["data"]
     lines = [
-        f"allreduce-rtl demo: {r['topology']} ({r['nodes']} nodes), {r['simulator']}, "
+        f"allreduce-rtl demo: {r['topology']} ({counted(r['nodes'], 'node')}), {r['simulator']}, "
         f"{r['config']['link_latency']}-cycle links, {r['config']['flow_control']} flow control"
         + (", NIs on routers" if r["config"].get("routed") else ""),
         f"data: {r['layer']}: {r['elements']:,} gradients per node ({r['bytes_per_node']:,} "

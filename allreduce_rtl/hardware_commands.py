@@ -21,7 +21,7 @@ def register(sub):
     p.add_argument("--algorithm", "-a", type=options.text, default="multitree",
                    help="any algorithm (default %(default)s); multi-hop schedules (dbtree, "
                    "halving-doubling) and switched topologies get routers")
-    p.add_argument("--elements", "-e", type=options.positive_int, default=4096,
+    p.add_argument("--elements", "-e", type=options.element_count, default=4096,
                    help="elements per node (default %(default)s)")
     p.add_argument("--router", action="store_true",
                    help="put every NI on a router even when the schedule only talks to "
@@ -36,7 +36,7 @@ def register(sub):
     options.hardware_options(p)
     p.add_argument("--simulator", choices=("verilator", "icarus"), default="verilator",
                    help="default %(default)s")
-    p.add_argument("--elements", "-e", type=options.positive_int, default=None,
+    p.add_argument("--elements", "-e", type=options.element_count, default=None,
                    help="elements per node (default: ResNet-50's largest 3x3 convolution, "
                    "2,359,296 weights, or a smaller layer if that would take over 3 minutes)")
     p.add_argument("--seed", type=options.nonnegative_int, default=0,

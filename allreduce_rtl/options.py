@@ -9,6 +9,7 @@ Every type turns a bad value into an argparse error naming the value and the ran
 import argparse
 
 from golden_model.accelerator import MAX_MINI_BATCH
+from golden_model.algorithms import MAX_ELEMENTS
 from golden_model.elements import ELEMENT_TYPES
 from golden_model.errors import ConfigError
 from golden_model.families import spec_forms
@@ -18,8 +19,8 @@ from golden_model.topology import (DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY,
 from golden_model.timing import LINK_ORDERS
 from golden_model.units import parse_size
 
-__all__ = ["number_in", "positive_float", "nonnegative_int", "positive_int", "size", "text",
-           "network_options", "hardware_options", "topology", "TOPOLOGY_HELP"]
+__all__ = ["number_in", "positive_float", "nonnegative_int", "positive_int", "element_count",
+           "size", "text", "network_options", "hardware_options", "topology", "TOPOLOGY_HELP"]
 
 TOPOLOGY_HELP = spec_forms()
 
@@ -48,6 +49,8 @@ def number_in(kind, low, high, low_open=False):
 positive_float = number_in(float, 0, 1e6, low_open=True)
 nonnegative_int = number_in(int, 0, 10**9)
 positive_int = number_in(int, 1, 10**12)
+#: Elements per node: at most ``golden_model.algorithms.MAX_ELEMENTS`` (2^40), the one limit.
+element_count = number_in(int, 1, MAX_ELEMENTS)
 mini_batch = number_in(int, 1, MAX_MINI_BATCH)
 #: Network clock: 1 MHz to 100 GHz (a slower one only makes times overflow).
 frequency = number_in(float, 0.001, 100)

@@ -13,6 +13,11 @@ from tqdm import tqdm
 from golden_model.errors import ConfigError
 
 
+def counted(n, noun):
+    """``"1 node"``, ``"16 nodes"``, ``"1,024 nodes"``: a count with its noun, plural unless 1."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def _umask():
     mask = os.umask(0)
     os.umask(mask)

@@ -23,7 +23,7 @@ from golden_model.workloads import MODELS, get_model
 
 from . import options
 from .commands import _algorithms, _note, _params, parse_size_range
-from .output import atomic_write_many, check_writable_file, ensure_folder, format_table
+from .output import atomic_write_many, check_writable_file, counted, ensure_folder, format_table
 
 TRAIN_COLUMNS = [("algorithm", "algorithm", "{}"),
                  ("iteration_ms", "iteration (ms)", "{:.3f}"),
@@ -81,7 +81,7 @@ def _training_options(args):
 def _print_train(report):
     buckets = report["buckets"]
     print(f"{report['model']} ({report['title']}) on {report['topology']} "
-          f"({report['nodes']} nodes): {report['parameters']:,} parameters "
+          f"({counted(report['nodes'], 'node')}): {report['parameters']:,} parameters "
           f"({report['gradient_bytes'] / 2**20:.1f} MiB of float32 gradients) in "
           f"{len(buckets)} bucket{'s' if len(buckets) != 1 else ''} "
           f"(cap {format_size(report['bucket_bytes'])}); mini-batch {report['mini_batch']} "

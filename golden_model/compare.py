@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from .algorithms import ALGORITHMS, MAX_ELEMENTS, build_schedule, timed_cycles
 from .errors import ConfigError
 from .timing import TimingParams, lower_bound
+from .units import format_size
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,8 @@ def elements_for(size_bytes, params):
         raise ConfigError(f"size {size_bytes} bytes is not a positive whole number of "
                           f"{eb}-byte elements")
     if size_bytes // eb > MAX_ELEMENTS:
-        raise ConfigError(f"size {size_bytes} bytes is too large: at most {MAX_ELEMENTS * eb} "
-                          f"bytes ({MAX_ELEMENTS} elements of {eb} bytes)")
+        raise ConfigError(f"size {format_size(size_bytes)} is too large: at most "
+                          f"{format_size(MAX_ELEMENTS * eb)} (2^40 elements of {eb} bytes)")
     return size_bytes // eb
 
 
