@@ -31,8 +31,8 @@ def register(sub):
 
     p = sub.add_parser("schedule", help="build one algorithm's schedule and write it to a file "
                        f"({', '.join(EXPORTERS)})")
-    p.add_argument("--topology", "-t", type=options.text, default="torus:4x4",
-                   help=f"{options.TOPOLOGY_HELP} (default %(default)s)")
+    # The network matters to an algorithm that times its candidates (multitree-opt).
+    options.network_options(p, "torus:4x4")
     p.add_argument("--algorithm", "-a", type=options.text, required=True)
     size = p.add_mutually_exclusive_group()
     size.add_argument("--size", "-s", type=options.size, default=None,
@@ -115,17 +115,18 @@ def cmd_compare(args):
 def cmd_schedule(args):
     from .cli import print_json
     topo = options.topology(args)
+    params = _params(args)
     if args.elements is not None:
         elements = args.elements
     else:
-        elements = elements_for(args.size if args.size is not None else 1024, TimingParams())
+        elements = elements_for(args.size if args.size is not None else 1024, params)
     if args.format is not None and args.out is None:
         raise ConfigError(f"--format {args.format} says how to write --out FILE, and no --out "
                           f"was given")
     exporter = exporter_for(args.format, args.out) if args.out is not None else None
     if args.out is not None:
         check_writable_file(args.out)
-    sched = build_schedule(args.algorithm, topo, elements)
+    sched = build_schedule(args.algorithm, topo, elements, params)
     summary = sched.summary()
     summary.pop("ring_order", None)
     if args.out is not None:

@@ -82,6 +82,23 @@ def test_schedule_summary_and_file(capsys, tmp_path):
     assert data["chunk_bounds"] == [4 * i for i in range(17)]
 
 
+@pytest.mark.parametrize("argv, params", [
+    ([], TimingParams()),
+    (["--timing", "fcfs"], TimingParams(link_order="fcfs")),
+    (["--link-latency", "4", "--frequency", "2"], TimingParams(frequency_ghz=2)),
+])
+def test_schedule_times_multitree_opt_on_the_network_given(capsys, argv, params):
+    """``schedule`` builds multitree-opt for the network and timing it is given: its recorded
+    cycles are the schedule's simulated time on that network."""
+    summary = run_json(capsys, "schedule", "-t", "torus:4x4", "-a", "multitree-opt", "-s",
+                       "1MiB", "--json", *argv)
+    latency = 4 if "--link-latency" in argv else 150
+    topo = parse_topology("torus:4x4", link_latency=latency)
+    sched = build_schedule("multitree-opt", topo, (1 << 20) // 4, params)
+    assert summary["sub_chunks"] == sched.meta["sub_chunks"]
+    assert summary["cycles"] == simulate(sched, params).cycles
+
+
 def test_sweep_writes_csv_and_plot(tmp_path, capsys):
     assert main(["sweep", "-t", "torus:2x2", "--sizes", "32KiB:128KiB", "-a", "ring,multitree",
                  "--out", str(tmp_path)]) == 0
