@@ -46,7 +46,8 @@ Speed: a turn resumes where the tree's previous turn left off. Within a step lin
 budgets only shrink and trees only grow, so a parent (or a candidate of a parent) that failed once
 fails for the rest of the step; each tree keeps a cursor over its step-start parents and each
 (tree, parent) a cursor over the parent's candidates, so a step costs O(parents * candidates) per
-tree at most; on fattree and bigraph a parent whose injection link is taken is dropped at once.
+tree at most. A parent's budget is capped at its links (one injection link on fattree and
+bigraph), so one whose links are all taken fails at its first test.
 On direct topologies a tree's parents are only its *frontier*: members with a neighbour outside
 the tree (a count per tree and node, updated as nodes join), since any other member would only be
 scanned past; without it the scans grew as N^3 (torus:32x32: 100 s). Fat-tree and BiGraph keep
@@ -153,9 +154,6 @@ def compute_trees(topology, kary=KARY, corner_distance="authors"):
         raise ValueError(f"kary must be at least 2, not {kary}")
     n = topology.num_nodes
     cands = candidate_children(topology)
-    # The link every candidate route of a parent starts with, if they share one (its injection
-    # link on fattree and bigraph): once used, the parent is done for the step.
-    first = [_shared_first_link(plist) for plist in cands]
     prio = root_priority(topology, corner_distance)
     sorted_order = [r for _, r in sorted(zip(prio, range(n)), reverse=True)]
     order = list(range(n))
@@ -175,12 +173,17 @@ def compute_trees(topology, kary=KARY, corner_distance="authors"):
         for r in range(n):
             for p in adopters[r]:
                 open_[r][p] -= 1
+    # A parent adds at most kary - 1 children per step, and at most one per link its candidate
+    # routes start with (a neighbour's link on a direct topology, the one injection link on
+    # fattree and bigraph), as no other parent's route starts there: with that cap a parent
+    # without budget is exactly one that can add nothing more this step.
+    cap = [min(kary - 1, len({route[0] for _, route in plist})) for plist in cands]
     trees = [[] for _ in range(n)]
     incomplete = sum(1 for r in range(n) if len(members[r]) < n)
     step = 0
     while incomplete:
         used = set()                           # directed links used this step
-        budget = [kary - 1] * n                # children a parent may still add this step
+        budget = cap[:]                        # children a parent may still add this step
         joins = [kary - 1] * n                 # trees a node may still join this step
         if pruned:
             frontier = [[p for p in f if o[p]] for f, o in zip(frontier, open_)]
@@ -192,7 +195,7 @@ def compute_trees(topology, kary=KARY, corner_distance="authors"):
             root = order[turns % n]
             added = False
             if len(members[root]) < n:
-                added = _turn(root, parents[root], pcur, ccur[root], cands, first, members[root],
+                added = _turn(root, parents[root], pcur, ccur[root], cands, members[root],
                               budget, joins, used)
                 if added:
                     child, parent = added
@@ -215,19 +218,14 @@ def compute_trees(topology, kary=KARY, corner_distance="authors"):
     return trees
 
 
-def _shared_first_link(plist):
-    links = {route[0] for _, route in plist}
-    return links.pop() if len(links) == 1 else None
-
-
-def _turn(root, parents, pcur, ccur, cands, first, members, budget, joins, used):
+def _turn(root, parents, pcur, ccur, cands, members, budget, joins, used):
     """One root's turn: add the first possible edge, or return False (cursors as in the module
     docstring: everything skipped here stays impossible for the rest of the step)."""
     i = pcur[root]
     num_parents = len(parents)
     while i < num_parents:
         p = parents[i]
-        if budget[p] > 0 and first[p] not in used:
+        if budget[p] > 0:
             plist = cands[p]
             for j in range(ccur.get(p, 0), len(plist)):
                 c, route = plist[j]
