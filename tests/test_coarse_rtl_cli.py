@@ -36,6 +36,7 @@ def test_a_small_run_verifies_and_writes_its_report(tmp_path, capsys):
         assert abs(s["rtl_cycles"] / s["model_cycles"] - 1) < 0.10
 
 
+@pytest.mark.slow   # about 40 s; tests/test_coarse_system_sim.py shows the stall by default
 def test_the_naive_ablation_reports_its_stall(tmp_path, capsys):
     """Two latency-proxy tensors; worker 1 sends them in the other order. With a one-entry
     shared FIFO the golden model's naive scheme deadlocks on these orders, and so does the

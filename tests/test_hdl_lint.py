@@ -18,6 +18,7 @@ from hdl.ram import RAM
 from tb.toolchain import lint_verilog
 
 
+@pytest.mark.slow   # about 30 s of Verilator lint; the NIs alone are linted by default
 def test_lint_network_torus_4x4_with_a_large_buffer(tmp_path):
     config = NIConfig(num_ports=4, buffer_depth=600_000, table_depth=64, max_chunks=64)
     path = tmp_path / "network.v"

@@ -7,7 +7,6 @@ torus:8x8 17; the directed-link lower bound ceil(N(N-1)/L) is 4 and 16 there.
 """
 
 import math
-import time
 import zlib
 
 import networkx as nx
@@ -376,14 +375,12 @@ def test_random_topologies(spec, extra, seed):
 
 # --- speed ----------------------------------------------------------------------------------------
 
-def test_torus_16x16_builds_fast():
+def test_torus_16x16_trees_meet_the_bound():
+    """The published trees and multitree-opt's on torus:16x16 (their construction times are
+    scripts/bench_golden.py's)."""
     topo = parse_topology("torus:16x16")
-    t0 = time.perf_counter()
     mt = build_schedule("multitree", topo, 1 << 20)
-    t1 = time.perf_counter()
     opt = build_schedule("multitree-opt", parse_topology("torus:16x16"), 1 << 20)
-    t2 = time.perf_counter()
-    assert t1 - t0 < 30 and t2 - t1 < 30
     assert lower_bound(topo) == 64
     assert opt.meta["tree_steps"] == 64 <= mt.meta["tree_steps"]
 

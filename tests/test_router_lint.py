@@ -9,7 +9,9 @@ from tb.toolchain import lint_verilog
 
 
 @pytest.mark.parametrize("spec, args", [
-    ("mesh:4x4", dict(num_vcs=2, vc_buf_depth=8, flit_width=128, flow_control="wormhole")),
+    # (the whole 4x4 mesh takes about 40 s: -m slow; the 2x3 mesh below stays by default)
+    pytest.param("mesh:4x4", dict(num_vcs=2, vc_buf_depth=8, flit_width=128,
+                                  flow_control="wormhole"), marks=pytest.mark.slow),
     # (a whole torus with cut-through and 4 VCs takes about 50 s to lint: -m slow; one router
     # with cut-through is linted below in the default suite)
     pytest.param("torus:3x3", dict(num_vcs=4, vc_buf_depth=6, flit_width=56, link_latency=2,
