@@ -29,9 +29,9 @@ Adding a type: one ``ElementType`` in :data:`ELEMENT_TYPES` (and, for hardware, 
 ``hdl.adders``).
 """
 
+import functools
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 from .errors import ConfigError
@@ -50,8 +50,10 @@ class ElementType:
         ``"int32"``, ``"float32"``, ...: the name options and reports use.
     bits : int
         Width of one element (bits); a 128-bit flit holds ``128 // bits`` elements.
-    dtype : numpy.dtype
-        The numpy dtype of vectors of this type.
+    numpy_type : str
+        The name of the numpy dtype of vectors of this type (``dtype``): a name, so that
+        ``ml_dtypes`` (about a second to import), which provides bfloat16, loads only when it
+        is used.
     associative : bool
         True when the golden add is associative and commutative (every summation order gives
         the same bits).
@@ -62,11 +64,19 @@ class ElementType:
     """
     name: str
     bits: int
-    dtype: np.dtype
+    numpy_type: str
     associative: bool
     arithmetic: str
     exponent_bits: int | None = None
     fraction_bits: int | None = None
+
+    @functools.cached_property
+    def dtype(self):
+        """The numpy dtype of vectors of this type."""
+        if self.numpy_type == "bfloat16":
+            import ml_dtypes  # noqa: PLC0415
+            return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(self.numpy_type)
 
     @property
     def bytes(self):
@@ -121,13 +131,13 @@ class ElementType:
         return arr.view(self.dtype)
 
 
-INT32 = ElementType("int32", 32, np.dtype(np.int32), True,
+INT32 = ElementType("int32", 32, "int32", True,
                     "two's complement, addition modulo 2^32 (wraps around)")
 _FLOAT = "IEEE 754 {}, round to nearest even, subnormals kept, canonical quiet NaN"
-FLOAT32 = ElementType("float32", 32, np.dtype(np.float32), False, _FLOAT.format("binary32"), 8, 23)
-BFLOAT16 = ElementType("bfloat16", 16, np.dtype(ml_dtypes.bfloat16), False,
+FLOAT32 = ElementType("float32", 32, "float32", False, _FLOAT.format("binary32"), 8, 23)
+BFLOAT16 = ElementType("bfloat16", 16, "bfloat16", False,
                        _FLOAT.format("bfloat16 (binary32's exponent, 7-bit fraction)"), 8, 7)
-FLOAT64 = ElementType("float64", 64, np.dtype(np.float64), False, _FLOAT.format("binary64"),
+FLOAT64 = ElementType("float64", 64, "float64", False, _FLOAT.format("binary64"),
                       11, 52)
 
 #: name -> ElementType.
