@@ -43,7 +43,7 @@ def main():
         seconds = time.perf_counter() - t0
         by = {r["algorithm"]: r for r in report["results"]}
         mt, opt = by["multitree"], by["multitree-opt"]
-        print(f"| {spec} | {format_size(size)} | {mt['ratio_to_lower_bound']:.3f} | "
+        print(f"| {spec} | {format_size(size)} | {mt['ratio_to_lower_bound']:.4f} | "
               f"{opt['ratio_to_lower_bound']:.4f} | {opt['ratio_to_rsag_bound']:.4f} | "
               f"{'-' if tacos is None else f'{tacos:.3f}'} | {target} | "
               f"{opt['ratio_to_tight_bound']:.4f} | {opt['sub_chunks'] or 1} | {seconds:.1f} |",
