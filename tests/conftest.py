@@ -27,6 +27,11 @@ _FIRST = ("test_cost.py", "test_hw_routed.py", "test_router_traffic.py", "test_h
           "test_cli_fuzz.py")
 
 
+#: Single tests longer than the rest of their worker's share (the ECP5 bitstream: 12 to 20
+#: minutes), started before everything so that the other worker runs the rest beside them.
+_LONGEST = ("test_ulx3s_bitstream_meets_timing",)
+
+
 #: Parameters that pick a simulator build: the tests sharing them go to one pytest-xdist worker
 #: (``--dist loadgroup``), so a worker never waits on a file lock while the other builds.
 _BUILD_PARAMS = ("sim", "topology", "spec", "dtype", "flow_control", "config")
@@ -35,7 +40,8 @@ _BUILD_PARAMS = ("sim", "topology", "spec", "dtype", "flow_control", "config")
 def pytest_collection_modifyitems(session, config, items):
     import pytest  # noqa: PLC0415
     rank = {name: i for i, name in enumerate(_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(_FIRST)))    # stable
+    items.sort(key=lambda item: (item.originalname not in _LONGEST,
+                                 rank.get(item.path.name, len(_FIRST))))    # stable
     for item in items:
         # Yosys from PyPI compiles its WebAssembly at its first call (about 90 s on a new
         # machine): one worker does it once for every synthesis test, not each worker.
