@@ -410,7 +410,9 @@ def _simulate(schedule, params, staged, one_hop=True):
     link_id = {link: i for i, link in enumerate(links)}
     lat = [_check_latency(link, topo.link_latency(link)) for link in links]
     bw = [_check_bandwidth(link, topo.link_bandwidth(link)) for link in links]
-    if one_hop and not staged and params.link_order != "fcfs" and topo.is_direct:
+    in_order = (params.link_order == "schedule"
+                or params.link_order == "hardware" and not needs_router(schedule))
+    if one_hop and in_order and not staged:
         result = _simulate_one_hop(schedule, params, link_id, lat, bw)
         if result is not None:
             return result
@@ -494,8 +496,6 @@ def _simulate(schedule, params, staged, one_hop=True):
     gap = params.message_gap
     heap = [send_delay * T + i for i in initial]     # already sorted
     heappush, heappop = heapq.heappush, heapq.heappop
-    in_order = (params.link_order == "schedule"
-                or params.link_order == "hardware" and not needs_router(schedule))
     if in_order:
         # rank of every hop among its link's hops in schedule order; next rank each link serves;
         # hops that asked out of turn, parked until their turn: link -> {rank: transfer}
