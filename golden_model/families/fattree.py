@@ -14,6 +14,11 @@ from . import Family
 __all__ = ["FatTree"]
 
 
+def _switch(level, word, per_level):
+    """The node name of switch (``level``, ``word``) (module docstring)."""
+    return f"s{level * per_level + word}"
+
+
 def _add_link(g, u, v, bandwidth, latency):
     for a, b in ((u, v), (v, u)):
         g.add_edge(a, b, bandwidth=float(bandwidth), latency=int(latency))
@@ -36,7 +41,7 @@ class FatTree(Family):
         n = k ** levels
         per_level = k ** (levels - 1)
         g.add_nodes_from(range(n), kind="node")
-        name = {(l, w): f"s{l * per_level + w}" for l in range(levels) for w in range(per_level)}
+        name = {(l, w): _switch(l, w, per_level) for l in range(levels) for w in range(per_level)}
         g.add_nodes_from(name.values(), kind="switch")
         for p in range(n):
             _add_link(g, p, name[(0, p // k)], bandwidth, latency)
@@ -70,13 +75,13 @@ class FatTree(Family):
         m = max((i + 1 for i in range(levels - 1) if digit(w_src, i) != digit(w_dst, i)),
                 default=0)
         w = w_src
-        path = [src, f"s{w}"]
+        path = [src, _switch(0, w, per_level)]
         for level in range(m):
             w += (digit(dst, level) - digit(w, level)) * k ** level
-            path.append(f"s{(level + 1) * per_level + w}")
+            path.append(_switch(level + 1, w, per_level))
         for level in reversed(range(m)):
             w += (digit(w_dst, level) - digit(w, level)) * k ** level
-            path.append(f"s{level * per_level + w}")
+            path.append(_switch(level, w, per_level))
         path.append(dst)
         return path
 
