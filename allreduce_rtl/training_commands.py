@@ -83,7 +83,7 @@ def _print_train(report):
     print(f"{report['model']} ({report['title']}) on {report['topology']} "
           f"({counted(report['nodes'], 'node')}): {report['parameters']:,} parameters "
           f"({report['gradient_bytes'] / 2**20:.1f} MiB of float32 gradients) in "
-          f"{len(buckets)} bucket{'s' if len(buckets) != 1 else ''} "
+          f"{counted(len(buckets), 'bucket')} "
           f"(cap {format_size(report['bucket_bytes'])}); mini-batch {report['mini_batch']} "
           f"per node ({report['samples_per_vault']} per vault)")
     mode = ("overlapped with the backward pass" if report["overlap"]
