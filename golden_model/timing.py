@@ -51,7 +51,11 @@ schedule order, one flit per cycle (module ``simulate``'s docstring).
 Hardware-matching options (``TimingParams``): ``header_flits`` per message, ``send_delay`` (ready
 to head injection), ``retire_delay`` (tail arrival to finished) and ``router_delay`` (the router
 pipeline a head crosses at each intermediate node: ``hdl.router.router``'s 4 cycles), so the
-model can be configured like the RTL it is compared with.
+model can be configured like the RTL it is compared with. Options for configuring it like the
+MultiTree authors' simulator (``golden_model.authors``): ``packet_bytes`` (a head flit per
+packet), ``reduction`` (a serial reduction unit per node; a reducing transfer finishes when its
+destination's unit has added it), ``node_lockstep`` with ``send_buffer_bytes`` (a node's step
+waits until its previous step's sends were handed over) and ``drain_cycles`` (added to the end).
 
 Link order (``TimingParams.link_order``): by default a link serves its transfers as the hardware
 that runs the schedule does: in schedule order on NIs joined by links (the send engines walk
@@ -134,6 +138,7 @@ import numpy as np
 
 from .errors import ConfigError
 from .lowering import needs_router
+from .schedule import Op
 
 __all__ = ["TimingParams", "TimingResult", "LowerBound", "simulate", "lower_bound",
            "hold_cycles", "cycles_to_us", "algbw_GBps", "busbw_GBps"]
@@ -141,6 +146,44 @@ __all__ = ["TimingParams", "TimingResult", "LowerBound", "simulate", "lower_boun
 
 #: The link arbitrations ``simulate`` models (``TimingParams.link_order``).
 LINK_ORDERS = ("hardware", "schedule", "fcfs")
+
+
+def _whole(name, v, least):
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < least:
+        raise ConfigError(f"{name} must be a whole number >= {least}, not {v!r}")
+
+
+@dataclass(frozen=True)
+class ReductionUnit:
+    """A node's one serial reduction unit (``TimingParams.reduction``).
+
+    Every REDUCE transfer into node ``u`` counts as finished for its dependants only when ``u``'s
+    unit has added it. The unit adds one transfer at a time, in the order they arrive (ties in
+    schedule order): an add starts ``start_delay`` cycles after its transfer finished and not
+    before the previous add ended, takes ``block_cycles * ceil(bytes / block_bytes)`` cycles and
+    counts ``finish_delay`` cycles after it ends. The MultiTree authors' simulator models its
+    aggregation this way (``golden_model.authors``).
+
+    Raises
+    ------
+    ConfigError
+        If ``block_bytes`` or ``block_cycles`` is not a positive whole number, or a delay is
+        negative.
+    """
+    block_bytes: int
+    block_cycles: int
+    start_delay: int = 0
+    finish_delay: int = 0
+
+    def __post_init__(self):
+        _whole("block_bytes", self.block_bytes, 1)
+        _whole("block_cycles", self.block_cycles, 1)
+        _whole("start_delay", self.start_delay, 0)
+        _whole("finish_delay", self.finish_delay, 0)
+
+    def add_cycles(self, num_bytes):
+        """Cycles the unit takes to add a message of ``num_bytes`` bytes (int or int array)."""
+        return -(-num_bytes // self.block_bytes) * self.block_cycles
 
 
 @dataclass(frozen=True)
@@ -195,6 +238,27 @@ class TimingParams:
     loopback_latency : int
         Cycles of the link that joins a routed float NI's loopback port to itself (the staged
         transfers of ``simulate``; ``hdl.routed_network.LOOPBACK_LATENCY``); default 1.
+    packet_bytes : int
+        Largest payload of one packet (default 0: a message is one packet). A message of ``B``
+        bytes is ``ceil(B / packet_bytes)`` packets, each with ``header_flits`` head flits (the
+        MultiTree authors' simulator cuts messages into 256-byte packets).
+    reduction : ReductionUnit or None
+        Each node's serial reduction unit (default None: reductions take no time).
+    drain_cycles : int
+        Cycles from the last transfer's finish to the end of the run (default 0; the authors'
+        simulator ends when the network is idle, its last credit returned).
+    node_lockstep : bool
+        Steps per node (default False: a transfer waits only for its inputs). When set, a
+        node's transfers of a step also wait until every transfer of the last earlier step in
+        which the node sent has been handed over: its head entered its first link and all but
+        its last ``send_buffer_bytes`` bytes have followed (at the link's rate). The authors'
+        simulator with ``--strict-schedule``: a node takes its next step only when all its NIs
+        are free, an NI being free once its message buffer holds the rest of its flow.
+    send_buffer_bytes : int
+        Payload bytes a sender's buffer holds (default 0; see ``node_lockstep``).
+    preset : str
+        The named preset these values come from, for reports (default "": none;
+        ``"authors"``: ``golden_model.authors.authors_params``).
 
     Raises
     ------
@@ -212,6 +276,12 @@ class TimingParams:
     link_order: str = "hardware"
     message_gap: int = 0
     loopback_latency: int = 1
+    packet_bytes: int = 0
+    reduction: ReductionUnit | None = None
+    drain_cycles: int = 0
+    node_lockstep: bool = False
+    send_buffer_bytes: int = 0
+    preset: str = ""
 
     def __post_init__(self):
         f = self.frequency_ghz
@@ -223,13 +293,15 @@ class TimingParams:
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v <= 0:
                 raise ConfigError(f"{name} must be a positive integer, not {v!r}")
         for name in ("header_flits", "send_delay", "retire_delay", "router_delay",
-                     "message_gap", "loopback_latency"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
-                raise ConfigError(f"{name} must be a whole number >= 0, not {v!r}")
+                     "message_gap", "loopback_latency", "packet_bytes", "drain_cycles",
+                     "send_buffer_bytes"):
+            _whole(name, getattr(self, name), 0)
         if self.link_order not in LINK_ORDERS:
             raise ConfigError(f"link order {self.link_order!r} is not one of "
                               f"{', '.join(LINK_ORDERS)}")
+        if self.reduction is not None and not isinstance(self.reduction, ReductionUnit):
+            raise ConfigError(f"reduction must be a ReductionUnit or None, not "
+                              f"{self.reduction!r}")
 
 
 def _exact(x):
@@ -412,7 +484,8 @@ def _simulate(schedule, params, staged, one_hop=True):
     bw = [_check_bandwidth(link, topo.link_bandwidth(link)) for link in links]
     in_order = (params.link_order == "schedule"
                 or params.link_order == "hardware" and not needs_router(schedule))
-    if one_hop and in_order and not staged:
+    if (one_hop and in_order and not staged and params.reduction is None
+            and not params.node_lockstep):
         result = _simulate_one_hop(schedule, params, link_id, lat, bw)
         if result is not None:
             return result
@@ -426,8 +499,11 @@ def _simulate(schedule, params, staged, one_hop=True):
     feeds = []          # transfer -> gate its finish counts toward (-1: none)
     last_gate = {}      # (node, chunk) key -> latest gate
     pending = {}        # (node, chunk) key -> transfers into it since its latest gate
-    initial = []        # transfers ready at cycle 0
-    dst_of = []
+    waits = []          # transfer -> gates it waits for (the data gate, the lockstep gate)
+    lockstep = params.node_lockstep
+    node_prev = {}      # node -> its transfers of the last step in which it sent
+    node_feeds = []     # transfer -> lockstep gate its hand-over counts toward (-1: none)
+    dst_of, reduce_of = [], []
     idx = 0
     for step in schedule.steps:
         base = idx
@@ -449,7 +525,10 @@ def _simulate(schedule, params, staged, one_hop=True):
             c = t.chunk
             chunk_of.append(c)
             dst_of.append(t.dst)
+            reduce_of.append(t.op is Op.REDUCE)
             feeds.append(-1)
+            node_feeds.append(-1)
+            waits.append(0)
             key = t.src * num_chunks + c
             pend = pending.get(key)
             if pend:
@@ -469,9 +548,26 @@ def _simulate(schedule, params, staged, one_hop=True):
                 g = last_gate.get(key, -1)
             if g >= 0:
                 gate_waiters[g].append(idx)
-            else:
-                initial.append(idx)
+                waits[idx] += 1
             idx += 1
+        if lockstep:
+            sends = {}
+            for k, t in enumerate(step):
+                sends.setdefault(t.src, []).append(base + k)
+            for u, mine in sends.items():
+                prev = node_prev.get(u)
+                node_prev[u] = mine
+                if not prev:
+                    continue
+                g = len(gate_count)
+                gate_count.append(len(prev))
+                gate_time.append(0)
+                gate_waiters.append(mine)
+                gate_next.append(-1)
+                for j in prev:
+                    node_feeds[j] = g
+                for j in mine:
+                    waits[j] += 1
         for k, t in enumerate(step):
             pending.setdefault(t.dst * num_chunks + t.chunk, []).append(base + k)
 
@@ -494,7 +590,8 @@ def _simulate(schedule, params, staged, one_hop=True):
     send_delay, retire_delay = params.send_delay, params.retire_delay
     router_delay = params.router_delay
     gap = params.message_gap
-    heap = [send_delay * T + i for i in initial]     # already sorted
+    heap = [send_delay * T + i for i in range(total) if not waits[i]]     # already sorted
+    wait_time = [0] * total
     heappush, heappop = heapq.heappush, heapq.heappop
     if in_order:
         # rank of every hop among its link's hops in schedule order; next rank each link serves;
@@ -517,6 +614,16 @@ def _simulate(schedule, params, staged, one_hop=True):
         loop_order.setdefault(dst_of[i], []).append(i)
     msg_flits = flit_vals[flit_class].tolist()     # per chunk: flits with the header
     loop_latency = params.loopback_latency
+    # The reduction unit (TimingParams.reduction): a reducing transfer's arrival is a second
+    # heap event (``arriving``), so the unit takes arrivals in time order.
+    unit = params.reduction
+    if unit is not None:
+        add_cycles = unit.add_cycles(np.diff(schedule.bounds) * params.element_bytes).tolist()
+        arriving = bytearray(total)
+        unit_free = {}
+    if lockstep:
+        chunk_bytes = (np.diff(schedule.bounds) * params.element_bytes).tolist()
+        buffered = params.send_buffer_bytes
 
     def open_gates(g, tm):
         """Count one finished input (at ``tm``) toward gate ``g``; open the gates it completes."""
@@ -528,13 +635,25 @@ def _simulate(schedule, params, staged, one_hop=True):
                 return
             tm = gate_time[g]
             for w in gate_waiters[g]:
-                heappush(heap, (tm + send_delay) * T + w)
+                if wait_time[w] < tm:
+                    wait_time[w] = tm
+                waits[w] -= 1
+                if not waits[w]:
+                    heappush(heap, (wait_time[w] + send_delay) * T + w)
             g = gate_next[g]
 
     done = 0
     while heap:
         key = heappop(heap)
         now, i = divmod(key, T)
+        if unit is not None and arriving[i]:
+            u = dst_of[i]
+            st = max(now + unit.start_delay, unit_free.get(u, 0))
+            unit_free[u] = st + add_cycles[chunk_of[i]]
+            finish[i] = unit_free[u] + unit.finish_delay
+            if feeds[i] >= 0:
+                open_gates(feeds[i], finish[i])
+            continue
         h = cur_hop[i]
         lid = hop_link[h]
         if in_order:
@@ -555,6 +674,10 @@ def _simulate(schedule, params, staged, one_hop=True):
         la = lat[lid]
         if h == first_hop[i]:
             start[i] = st
+            if node_feeds[i] >= 0:
+                b = chunk_bytes[chunk_of[i]]
+                open_gates(node_feeds[i],
+                           st + (-(-hop_hold[h] * (b - buffered) // b) if b > buffered else 0))
         if h != last_hop[i]:
             cur_hop[i] = h + 1
             prev_tail[i] = tail + la
@@ -563,6 +686,10 @@ def _simulate(schedule, params, staged, one_hop=True):
         fin = tail + la + retire_delay
         finish[i] = fin
         done += 1
+        if unit is not None and reduce_of[i]:
+            arriving[i] = 1
+            heappush(heap, fin * T + i)
+            continue
         if is_staged[i]:
             u = dst_of[i]
             arrived[i] = fin
@@ -589,7 +716,8 @@ def _simulate(schedule, params, staged, one_hop=True):
     step_max = np.zeros(num_steps, dtype=np.int64)
     np.maximum.at(step_max, np.repeat(np.arange(num_steps), step_len), finish_arr)
     step_finish = step_max.tolist()
-    return TimingResult(cycles=int(finish_arr.max()) if total else 0, finish=finish_arr,
+    return TimingResult(cycles=int(finish_arr.max()) + params.drain_cycles if total else 0,
+                        finish=finish_arr,
                         start=np.asarray(start, dtype=np.int64), step_finish=step_finish,
                         frequency_ghz=params.frequency_ghz, num_nodes=topo.num_nodes)
 
@@ -598,7 +726,9 @@ def _hold_table(schedule, params, bw):
     """(``table``, ``flit_class``, ``bw_class``): the exact hold of every (message size, link
     bandwidth) class, ``table[flit_class[chunk], bw_class[link]]``, one ceiling per class."""
     sizes = np.diff(schedule.bounds) * params.element_bytes
-    flit_vals, flit_class = np.unique(-(-sizes // params.flit_bytes) + params.header_flits,
+    packets = -(-sizes // params.packet_bytes) if params.packet_bytes else 1
+    flit_vals, flit_class = np.unique(-(-sizes // params.flit_bytes)
+                                      + params.header_flits * np.maximum(packets, 1),
                                       return_inverse=True)
     bw_vals, bw_class = np.unique(np.array(bw, dtype=float), return_inverse=True)
     freq, fb = _exact(params.frequency_ghz), params.flit_bytes
@@ -675,7 +805,8 @@ def _simulate_one_hop(schedule, params, link_id, lat, bw):
         step_finish.append(int(fin.max()))
         np.maximum.at(have, dst[lo:hi] * num_chunks + chunk[lo:hi], finish[lo:hi])
         lo = hi
-    return TimingResult(cycles=int(finish.max()) if total else 0, finish=finish, start=start,
+    return TimingResult(cycles=int(finish.max()) + params.drain_cycles if total else 0,
+                        finish=finish, start=start,
                         step_finish=step_finish, frequency_ghz=params.frequency_ghz,
                         num_nodes=schedule.topology.num_nodes)
 

@@ -28,14 +28,15 @@ def topo(spec, **kw):
     return parse_topology(spec, **kw)
 
 
-def make(topology, chunk_elements, steps):
+def make(topology, chunk_elements, steps, op=Op.COPY):
     """A schedule without validation (a few transfers, not an all-reduce). ``chunk_elements`` is
-    one size for every chunk or a list of sizes; ``steps`` lists ``(src, dst, chunk)``."""
+    one size for every chunk or a list of sizes; ``steps`` lists ``(src, dst, chunk)``, every
+    transfer doing ``op``."""
     nchunks = 1 + max((c for step in steps for _, _, c in step), default=0)
     sizes = chunk_elements if isinstance(chunk_elements, list) else [chunk_elements] * nchunks
     bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
     return AllReduceSchedule("test", topology, int(bounds[-1]), bounds,
-                             [[Transfer(s, d, c, Op.COPY, topology.route(s, d)) for s, d, c in step]
+                             [[Transfer(s, d, c, op, topology.route(s, d)) for s, d, c in step]
                               for step in steps])
 
 
