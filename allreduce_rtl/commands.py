@@ -7,6 +7,7 @@ import sys
 from tqdm import tqdm
 
 from golden_model.algorithms import ALGORITHMS, build_schedule, parse_algorithms
+from golden_model.authors import MESSAGE_SIZES, authors_params
 from golden_model.compare import compare, elements_for
 from golden_model.errors import ConfigError
 from golden_model.exporters import EXPORTERS, export, exporter_for
@@ -69,10 +70,17 @@ COMPARE_COLUMNS = [("algorithm", "algorithm", "{}"), ("steps", "steps", "{}"),
 
 #: How ``compare`` names each link order (``TimingParams.link_order``) in its header line.
 LINK_ORDER_WORDS = {"hardware": "as the hardware does", "schedule": "in schedule order",
-                    "fcfs": "first come first served"}
+                    "fcfs": "first come first served",
+                    "authors": "like the MultiTree authors' simulator"}
 
 
 def _params(args):
+    if args.timing == "authors":
+        size = args.message_size if args.message_size is not None else MESSAGE_SIZES[0]
+        return authors_params(size, frequency_ghz=args.frequency, flit_bytes=args.flit_bytes)
+    if args.message_size is not None:
+        raise ConfigError(f"--message-size {args.message_size} applies only with --timing "
+                          f"authors (the authors' simulator's message size)")
     try:
         return TimingParams(frequency_ghz=args.frequency, flit_bytes=args.flit_bytes,
                             link_order=args.timing)
@@ -99,6 +107,10 @@ def _print_compare(report):
               f"node, is {math.ceil(lb['rsag_cycles']):,} cycles: not a bound here, as the "
               f"nodes' bandwidths differ)")
     print(format_table(report["results"], COMPARE_COLUMNS))
+    if report["timing"] == "authors":
+        print(f"(their --message-size {report['message_size']}; the preset reproduces their "
+              f"ring cycle for cycle, not their MultiTree, whose per-NI channels it does not "
+              f"model: docs/authors-simulator.md)")
 
 
 def cmd_compare(args):

@@ -16,7 +16,11 @@ from golden_model.families import spec_forms
 from golden_model.topology import (DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY,
                                    MAX_LINK_BANDWIDTH, MAX_LINK_LATENCY, MIN_LINK_BANDWIDTH,
                                    parse_topology)
+from golden_model.authors import MESSAGE_SIZES
 from golden_model.timing import LINK_ORDERS
+
+#: ``--timing`` values: the link orders of ``TimingParams`` and the authors' simulator preset.
+TIMINGS = (*LINK_ORDERS, "authors")
 from golden_model.units import parse_size
 
 __all__ = ["number_in", "positive_float", "nonnegative_int", "positive_int", "element_count",
@@ -89,11 +93,17 @@ def network_options(p, topology_default, topology_help="%(default)s"):
                    "taking flit*frequency/bandwidth cycles on a link (default %(default)s)")
     g.add_argument("--frequency", type=frequency, default=1.0,
                    metavar="GHZ", help="network clock in GHz (default %(default)s)")
-    g.add_argument("--timing", choices=LINK_ORDERS, default="hardware",
+    g.add_argument("--timing", choices=TIMINGS, default="hardware",
                    help="how a link serves the transfers that want it: as the hardware does "
                    "(in schedule order on NIs joined by links, first come first served on "
-                   "routers), always in schedule order, or always first come first served "
+                   "routers), always in schedule order, or always first come first served; or "
+                   "'authors': count like the MultiTree authors' simulator (head flits, their "
+                   "pipeline delays, lockstep and reduction unit; docs/authors-simulator.md) "
                    "(default %(default)s)")
+    g.add_argument("--message-size", type=int, choices=MESSAGE_SIZES, default=None,
+                   metavar="|".join(map(str, MESSAGE_SIZES)),
+                   help="with --timing authors: their --message-size, 256-byte messages with a "
+                   "head flit each, or 0 for one packet per chunk (default 256)")
 
 
 def hardware_options(p, topology_default="torus:4x4", dtype=True):

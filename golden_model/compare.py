@@ -72,7 +72,8 @@ def compare(topology, size_bytes, algorithms=None, params=TimingParams(), on_ski
     dict
         ``{"topology", "nodes", "size_bytes", "timing", "lower_bound_cycles", "lower_bound",
         "results": [AlgorithmResult as dict, ...], "skipped": [{"algorithm", "reason"}]}``;
-        ``timing`` is ``params.link_order``; ``lower_bound`` holds every bound of
+        ``timing`` is ``params.preset`` (``"authors"``, with ``message_size``: its bytes per
+        message, 0 for whole chunks) or else ``params.link_order``; ``lower_bound`` holds every bound of
         ``timing.lower_bound`` (``injection_cycles``, ``cut_cycles``, ``latency_cycles``,
         ``tight_cycles``, ``rsag_cycles``) and which one binds; each result has its ratio to
         ``cycles``, to ``tight_cycles`` and to ``rsag_cycles`` (the per-node figure the
@@ -119,7 +120,9 @@ def compare(topology, size_bytes, algorithms=None, params=TimingParams(), on_ski
             tree_steps=sched.meta.get("tree_steps"),
             sub_chunks=sched.meta.get("sub_chunks")).__dict__)
     return {"topology": topology.spec, "nodes": topology.num_nodes, "size_bytes": size_bytes,
-            "timing": params.link_order, "lower_bound_cycles": math.ceil(bound.cycles),
+            "timing": params.preset or params.link_order,
+            **({"message_size": params.packet_bytes} if params.preset == "authors" else {}),
+            "lower_bound_cycles": math.ceil(bound.cycles),
             "lower_bound": {"binding": bound.binding, "injection_cycles": bound.injection_cycles,
                             "cut_cycles": bound.cut_cycles, "latency_cycles": bound.latency_cycles,
                             "tight_cycles": bound.tight_cycles, "rsag_cycles": bound.rsag_cycles},

@@ -29,7 +29,7 @@ table's workload at the report's mini-batch and at ``COARSE_SWEEP_BATCH``. Its h
 is the largest ``faster`` (``T_mpi / T_coarse - 1``) over the workloads.
 """
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from statistics import geometric_mean
 
 from .coarse import ASSUMPTIONS as COARSE_ASSUMPTIONS
@@ -257,7 +257,7 @@ def assemble(settings, units, outputs):
             "sweep_sizes": list(settings.sizes), "link_bandwidth_GBps": settings.link_bandwidth,
             "link_latency_cycles": settings.link_latency, "bucket_bytes": opts.bucket_bytes,
             "mini_batch": opts.mini_batch, "accelerator": vars(opts.accelerator),
-            "timing": vars(opts.timing),
+            "timing": asdict(opts.timing),
         },
         "training": training, "sweeps": sweeps,
         "batch": {"model": model, "topology": topo, "rows": batch},

@@ -133,6 +133,8 @@ def test_sweep_writes_csv_and_plot(tmp_path, capsys):
     (["schedule", "-t", "ring:4", "-a", "ring", "--out", "/dev/null"], "not a regular file"),
     (["schedule", "-t", "ring:4", "-a", "ring", "--out", ""], "empty"),
     (["sweep", "-t", "ring:4", "--sizes", "32KiB:64KiB", "--out", "/etc/hostname"], "is a file"),
+    (["compare", "-t", "ring:4", "--message-size", "0"], "only with --timing authors"),
+    (["compare", "-t", "ring:4", "--timing", "authors", "--message-size", "512"], "512"),
 ])
 def test_bad_input(argv, needle, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -203,3 +205,15 @@ def test_compare_timing_option(capsys):
         main(["compare", "--timing", "lifo"])
     assert exc.value.code == 2
     assert "lifo" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("message_size, want", [(None, 143264), ("256", 143264), ("0", 135614)])
+def test_compare_timing_authors(capsys, message_size, want):
+    """--timing authors counts like the MultiTree authors' simulator: their ring on torus:4x4 at
+    1 MiB per node (docs/authors-simulator.md), with their --message-size (default 256)."""
+    extra = ["--message-size", message_size] if message_size else []
+    report = run_json(capsys, "compare", "-t", "torus:4x4", "-s", "1MiB", "-a", "ring",
+                      "--timing", "authors", *extra, "--json")
+    assert report["timing"] == "authors"
+    assert report["message_size"] == int(message_size or 256)
+    assert report["results"][0]["cycles"] == want
