@@ -199,5 +199,5 @@ def cmd_sweep(args):
     atomic_write_many({out / "sweep.csv": csv,
                        out / "speedup.png": render_speedup(rows, topo.spec)})
     print(f"wrote {out / 'sweep.csv'} and {out / 'speedup.png'} "
-          f"({len(sizes)} sizes x {len(rows) // len(sizes)} algorithms)")
+          f"({counted(len(sizes), 'size')} x {counted(len(rows) // len(sizes), 'algorithm')})")
     return 0

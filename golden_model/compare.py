@@ -35,8 +35,8 @@ def elements_for(size_bytes, params):
     number of ``params.element_bytes``-byte elements, at most ``MAX_ELEMENTS``."""
     eb = params.element_bytes
     if size_bytes <= 0 or size_bytes % eb:
-        raise ConfigError(f"size {size_bytes} bytes is not a positive whole number of "
-                          f"{eb}-byte elements")
+        raise ConfigError(f"size {format_size(size_bytes)} is not a whole number of {eb}-byte "
+                          f"elements: give a positive multiple of {eb} bytes")
     if size_bytes // eb > MAX_ELEMENTS:
         raise ConfigError(f"size {format_size(size_bytes)} is too large: at most "
                           f"{format_size(MAX_ELEMENTS * eb)} (2^40 elements of {eb} bytes)")

@@ -40,9 +40,12 @@ def parse_size(text):
 
 
 def format_size(num_bytes):
-    """Format a byte count with the largest binary unit that divides it (``67108864 -> '64MiB'``)."""
-    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if num_bytes % scale == 0:
+    """Format a byte count with the largest unit that divides it, binary units first from MiB
+    up, then decimal, then KiB and KB (``67108864 -> '64MiB'``, ``64000000 -> '64MB'`` rather
+    than ``'62500KiB'``, ``3000 -> '3KB'``, ``100 -> '100B'``), so a size reads as written."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("TB", 10**12),
+                        ("GB", 10**9), ("MB", 10**6), ("KiB", 1 << 10), ("KB", 10**3)):
+        if num_bytes and num_bytes % scale == 0:
             return f"{num_bytes // scale}{unit}"
     return f"{num_bytes}B"
 

@@ -113,7 +113,7 @@ def test_sweep_writes_csv_and_plot(tmp_path, capsys):
     (["compare", "-t", "torus:4x4", "-a", "ring,bogus"], "bogus"),
     (["compare", "-t", "torus:4x4", "-s", "12XB"], "12XB"),
     (["compare", "-t", "torus:4x4", "-s", "0"], "'0'"),
-    (["compare", "-t", "torus:4x4", "-s", "6"], "6 bytes"),
+    (["compare", "-t", "torus:4x4", "-s", "6"], "size 6B is not a whole number of 4-byte elements"),
     (["compare", "-t", "torus:4x4", "--link-latency", "-3"], "-3"),
     (["compare", "-t", "torus:4x4", "--link-bandwidth", "0"], "'0'"),
     (["compare", "-t", "fattree:2x3", "-a", "ring2d"], "ring2d"),
