@@ -44,15 +44,19 @@ families it changes the trees.
 
 Speed: a turn resumes where the tree's previous turn left off. Within a step links only get used,
 budgets only shrink and trees only grow, so a parent (or a candidate of a parent) that failed once
-fails for the rest of the step; each tree keeps a cursor over its step-start parents and each
-(tree, parent) a cursor over the parent's candidates, so a step costs O(parents * candidates) per
-tree at most. A parent's budget is capped at its links (one injection link on fattree and
-bigraph), so one whose links are all taken fails at its first test.
-On direct topologies a tree's parents are only its *frontier*: members with a neighbour outside
-the tree (a count per tree and node, updated as nodes join), since any other member would only be
-scanned past; without it the scans grew as N^3 (torus:32x32: 100 s). Fat-tree and BiGraph keep
-the full scan: there every other endpoint is a candidate until the tree is complete.
+fails for the rest of the step; each tree keeps a cursor over its step-start parents, so a step
+costs O(parents * candidates) per tree at most. A parent's budget is capped at its links (one
+injection link on fattree and bigraph), so one whose links are all taken fails at its first test.
+On direct topologies (``_DirectGrowth``) a tree's parents are only its *frontier*: members with a
+neighbour outside the tree, since any other member would only be scanned past (without it the
+scans grew as N^3: torus:32x32 100 s); a parent's candidates are bits of a mask, so one test
+tells whether it can adopt; and late in a step, when few nodes have a usable link left, a turn
+looks at those nodes instead of scanning (torus:32x32: 8 s instead of 17). Fat-tree and BiGraph
+(``_SwitchedGrowth``) keep the full scan, with a cursor per (tree, parent) over the parent's
+candidates: there every other endpoint is a candidate until the tree is complete.
 """
+
+from array import array
 
 from .trees import KARY, trees_to_schedule
 
@@ -153,60 +157,23 @@ def compute_trees(topology, kary=KARY, corner_distance="authors"):
     if kary < 2:
         raise ValueError(f"kary must be at least 2, not {kary}")
     n = topology.num_nodes
-    cands = candidate_children(topology)
     prio = root_priority(topology, corner_distance)
     sorted_order = [r for _, r in sorted(zip(prio, range(n)), reverse=True)]
     order = list(range(n))
-    members = [{r} for r in range(n)]          # nodes in tree r (grows during a step)
-    # frontier[r]: members of tree r that may still adopt a child in it, in join order (a
-    # member all of whose candidates are in the tree would only be scanned past). Tracked on
-    # direct topologies, where a node is the candidate of its few neighbours only: open[r][p]
-    # counts p's candidates outside tree r.
-    frontier = [[r] for r in range(n)]
-    pruned = topology.is_direct
-    if pruned:
-        adopters = [[] for _ in range(n)]      # adopters[c]: the parents c is a candidate of
-        for p in range(n):
-            for c, _ in cands[p]:
-                adopters[c].append(p)
-        open_ = [[len(cands[p]) for p in range(n)] for _ in range(n)]
-        for r in range(n):
-            for p in adopters[r]:
-                open_[r][p] -= 1
-    # A parent adds at most kary - 1 children per step, and at most one per link its candidate
-    # routes start with (a neighbour's link on a direct topology, the one injection link on
-    # fattree and bigraph), as no other parent's route starts there: with that cap a parent
-    # without budget is exactly one that can add nothing more this step.
-    cap = [min(kary - 1, len({route[0] for _, route in plist})) for plist in cands]
     trees = [[] for _ in range(n)]
-    incomplete = sum(1 for r in range(n) if len(members[r]) < n)
+    growth = (_DirectGrowth if topology.is_direct else _SwitchedGrowth)(topology, kary, trees)
+    incomplete = n if n > 1 else 0
     step = 0
     while incomplete:
-        used = set()                           # directed links used this step
-        budget = cap[:]                        # children a parent may still add this step
-        joins = [kary - 1] * n                 # trees a node may still join this step
-        if pruned:
-            frontier = [[p for p in f if o[p]] for f, o in zip(frontier, open_)]
-        parents = [f[:] for f in frontier]     # step-start members that may adopt, join order
-        pcur = [0] * n                         # cursor over parents[r]
-        ccur = [dict() for _ in range(n)]      # ccur[r][p]: cursor over cands[p]
+        turn = growth.start_step(step)
         turns = 0
         while True:
             root = order[turns % n]
             added = False
-            if len(members[root]) < n:
-                added = _turn(root, parents[root], pcur, ccur[root], cands, members[root],
-                              budget, joins, used)
-                if added:
-                    child, parent = added
-                    frontier[root].append(child)
-                    if pruned:
-                        o = open_[root]
-                        for p in adopters[child]:
-                            o[p] -= 1
-                    trees[root].append((child, parent, step))
-                    if len(members[root]) == n:
-                        incomplete -= 1
+            if len(trees[root]) < n - 1:
+                added = turn(root)
+                if added and len(trees[root]) == n - 1:
+                    incomplete -= 1
             turns += 1
             if not incomplete:
                 break
@@ -218,9 +185,159 @@ def compute_trees(topology, kary=KARY, corner_distance="authors"):
     return trees
 
 
+class _DirectGrowth:
+    """The turns of ``compute_trees`` on a direct topology (module docstring, "Speed").
+
+    Candidate ``j`` of parent ``p`` (its ``j``-th neighbour) is bit ``1 << j``; ``outside[r][p]``
+    holds the bits of the candidates outside tree ``r`` and ``free[p]`` those whose link is
+    unused this step while ``p`` may still adopt and the candidate still join, so a bit set in
+    both is an edge ``p`` may add to tree ``r`` now. A turn adds, of the parents with such a bit,
+    the one that joined tree ``r`` first, its lowest bit. It finds that parent by scanning the
+    tree's frontier from its cursor, or, when fewer nodes have any bit in ``free`` than the scan
+    has left, by taking the earliest-joined of those nodes (``rank``): the same parent.
+    Per-tree tables are byte and int arrays, not lists: at 1024 nodes lists of them would not
+    stay in the caches (a grid node has at most 4 neighbours, so a mask fits a byte).
+    """
+
+    def __init__(self, topology, kary, trees):
+        n = topology.num_nodes
+        nbrs = [topology.neighbors(p) for p in range(n)]
+        # child[p][bit]: the neighbour on that candidate bit (the list is indexed by the bit).
+        self.child = [[None] * (1 << len(cs)) for cs in nbrs]
+        # adopters[c]: (p, bit, ~bit) for every parent p that has c as a candidate.
+        self.adopters = [[] for _ in range(n)]
+        for p, cs in enumerate(nbrs):
+            for j, c in enumerate(cs):
+                self.child[p][1 << j] = c
+                self.adopters[c].append((p, 1 << j, ~(1 << j)))
+        self.all_bits = bytearray((1 << len(cs)) - 1 for cs in nbrs)
+        # A parent adds at most kary - 1 children per step and at most one per link.
+        self.cap = [min(kary - 1, len(cs)) for cs in nbrs]
+        self.kary = kary
+        self.trees = trees
+        self.outside = [bytearray(self.all_bits) for _ in range(n)]
+        for r in range(n):
+            for p, _, clear in self.adopters[r]:
+                self.outside[r][p] &= clear
+        # rank[r][v]: v's place in tree r's join order (n for a node outside the tree).
+        self.rank = [array("i", [n]) * n for _ in range(n)]
+        for r in range(n):
+            self.rank[r][r] = 0
+        # frontier[r]: members of tree r in join order, without those found to have no
+        # candidate outside the tree (they would only be scanned past); scanned[r]: how far
+        # the last step's scans went, the part of the frontier worth pruning again.
+        self.frontier = [[r] for r in range(n)]
+        self.scanned = [1] * n
+
+    def start_step(self, step):
+        """Tree step ``step`` begins: every link free, every budget full. Returns
+        ``turn(root)``, which adds the root's first possible edge to its tree, ``(child,
+        parent, step)``, and returns whether there was one."""
+        n = len(self.frontier)
+        outside, child, adopters, rank, trees = (self.outside, self.child, self.adopters,
+                                                 self.rank, self.trees)
+        self.frontier = frontier = [[p for p in f[:k] if out[p]] + f[k:]
+                                    for f, k, out in zip(self.frontier, self.scanned, outside)]
+        parents = [f[:] for f in frontier]      # step-start frontier
+        start_size = [len(edges) + 1 for edges in trees]
+        pcur = [0] * n                          # cursor over parents[r]
+        scanned = self.scanned = [0] * n
+        free = bytearray(self.all_bits)
+        alive = {p for p in range(n) if free[p]}
+        budget = self.cap[:]                    # children a parent may still add this step
+        joins = [self.kary - 1] * n             # trees a node may still join this step
+
+        def turn(root):
+            out = outside[root]
+            par = parents[root]
+            i = pcur[root]
+            if len(alive) < len(par) - i:
+                order = rank[root]
+                first = start_size[root]        # only the step-start members may adopt
+                p = None
+                for q in alive:
+                    if out[q] & free[q] and order[q] < first:
+                        p, first = q, order[q]
+                if p is None:
+                    pcur[root] = len(par)
+                    return False
+            else:
+                for i in range(i, len(par)):
+                    p = par[i]
+                    if out[p] & free[p]:
+                        break
+                else:
+                    pcur[root] = scanned[root] = len(par)
+                    return False
+                pcur[root] = i
+                if scanned[root] <= i:
+                    scanned[root] = i + 1
+            m = out[p] & free[p]
+            bit = m & -m                        # the first candidate, in neighbour order
+            c = child[p][bit]
+            budget[p] -= 1
+            free[p] = free[p] ^ bit if budget[p] else 0
+            if not free[p]:
+                alive.discard(p)
+            joins[c] -= 1
+            for q, _, clear in adopters[c]:
+                out[q] &= clear
+            if not joins[c]:
+                for q, _, clear in adopters[c]:
+                    free[q] &= clear
+                    if not free[q]:
+                        alive.discard(q)
+            edges = trees[root]
+            rank[root][c] = len(edges) + 1
+            edges.append((c, p, step))
+            frontier[root].append(c)
+            return True
+
+        return turn
+
+
+class _SwitchedGrowth:
+    """The turns of ``compute_trees`` on a fat-tree or BiGraph: every other endpoint is a
+    candidate (``candidate_children``) and a tree edge takes every link of its route; each tree
+    keeps a cursor over its parents and each (tree, parent) one over the parent's candidates
+    (module docstring, "Speed")."""
+
+    def __init__(self, topology, kary, trees):
+        n = topology.num_nodes
+        self.cands = candidate_children(topology)
+        # At most kary - 1 children per step and one per injection link.
+        self.cap = [min(kary - 1, len({route[0] for _, route in plist})) for plist in self.cands]
+        self.kary = kary
+        self.trees = trees
+        self.members = [{r} for r in range(n)]
+        self.joined = [[r] for r in range(n)]   # members in join order
+
+    def start_step(self, step):
+        """As ``_DirectGrowth.start_step``."""
+        n = len(self.members)
+        cands, members, joined, trees = self.cands, self.members, self.joined, self.trees
+        parents = [j[:] for j in joined]        # step-start members, join order
+        pcur = [0] * n
+        ccur = [dict() for _ in range(n)]       # ccur[r][p]: cursor over cands[p]
+        used = set()                            # directed links used this step
+        budget = self.cap[:]
+        joins = [self.kary - 1] * n
+
+        def turn(root):
+            added = _turn(root, parents[root], pcur, ccur[root], cands, members[root], budget,
+                          joins, used)
+            if added:
+                joined[root].append(added[0])
+                trees[root].append((*added, step))
+            return bool(added)
+
+        return turn
+
+
 def _turn(root, parents, pcur, ccur, cands, members, budget, joins, used):
-    """One root's turn: add the first possible edge, or return False (cursors as in the module
-    docstring: everything skipped here stays impossible for the rest of the step)."""
+    """One root's turn on a switched topology: add the first possible edge and return
+    (child, parent), or return None (cursors as in the module docstring: everything skipped
+    here stays impossible for the rest of the step)."""
     i = pcur[root]
     num_parents = len(parents)
     while i < num_parents:
@@ -229,12 +346,7 @@ def _turn(root, parents, pcur, ccur, cands, members, budget, joins, used):
             plist = cands[p]
             for j in range(ccur.get(p, 0), len(plist)):
                 c, route = plist[j]
-                if c in members or joins[c] == 0:
-                    continue
-                if len(route) == 1:
-                    if route[0] in used:
-                        continue
-                elif any(link in used for link in route):
+                if c in members or joins[c] == 0 or any(link in used for link in route):
                     continue
                 used.update(route)
                 budget[p] -= 1
@@ -246,7 +358,7 @@ def _turn(root, parents, pcur, ccur, cands, members, budget, joins, used):
             ccur[p] = len(plist)
         i += 1
     pcur[root] = i
-    return False
+    return None
 
 
 def build(topology, num_elements):
