@@ -70,6 +70,15 @@ def chunk_bounds(num_elements, num_chunks):
     return np.concatenate(([0], np.cumsum(sizes)))
 
 
+def _live_transfers(steps, sizes):
+    """``steps`` without the transfers of chunks whose ``sizes`` entry is 0 (each step a new
+    list)."""
+    live = (sizes > 0).tolist()
+    if all(live):
+        return [list(step) for step in steps]
+    return [[t for t in step if live[t.chunk]] for step in steps]
+
+
 @dataclass(eq=False)
 class AllReduceSchedule:
     """An all-reduce as ordered steps of transfers.
@@ -112,8 +121,7 @@ class AllReduceSchedule:
             If the result breaks an invariant (see ``validate``).
         """
         bounds = chunk_bounds(num_elements, num_chunks)
-        sizes = np.diff(bounds)
-        steps = [[t for t in step if sizes[t.chunk] > 0] for step in steps]
+        steps = _live_transfers(steps, np.diff(bounds))
         sched = cls(algorithm, topology, num_elements, bounds, steps, **kwargs)
         if validate:
             sched.validate()
@@ -202,8 +210,7 @@ class AllReduceSchedule:
                 or bounds[-1] != self.num_elements or np.any(np.diff(bounds) < 0)):
             raise ValueError(f"chunk bounds must be {self.num_chunks + 1} non-decreasing offsets "
                              f"from 0 to {self.num_elements}, not {bounds.tolist()}")
-        sizes = np.diff(bounds)
-        steps = [[t for t in step if sizes[t.chunk] > 0] for step in self.steps]
+        steps = _live_transfers(self.steps, np.diff(bounds))
         sched = AllReduceSchedule(self.algorithm, self.topology, self.num_elements, bounds,
                                   steps, self.contention_free, dict(self.meta))
         sched.validate()

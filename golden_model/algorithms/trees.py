@@ -21,8 +21,9 @@ parent to child at schedule step ``T + t``; ``2T`` schedule steps in all.
 import math
 
 import networkx as nx
+import numpy as np
 
-from ..schedule import AllReduceSchedule, Op, ScheduleError, Transfer
+from ..schedule import AllReduceSchedule, Op, ScheduleError, Transfer, chunk_bounds
 
 #: Fan-out limit of the authors' construction: a parent adds at most ``KARY - 1`` children per
 #: step over all trees, a node joins at most ``KARY - 1`` trees per step (``kary = 5`` on a 2D
@@ -226,10 +227,15 @@ def forests_to_schedule(algorithm, topology, num_elements, forests, sub_chunks, 
             check_trees(topology, trees)
     t_steps = max(num_tree_steps(trees) for trees in forests)
     steps = [[] for _ in range(2 * t_steps + sub_chunks - 1)]
+    num_chunks = topology.num_nodes * sub_chunks
+    # ``AllReduceSchedule.build`` drops the transfers of empty chunks: none are made.
+    live = (np.diff(chunk_bounds(num_elements, num_chunks)) > 0).tolist()
     routes = {}
     for s in range(sub_chunks):
         for r, edges in enumerate(forests[s % len(forests)]):
             chunk = r * sub_chunks + s
+            if not live[chunk]:
+                continue
             for child, parent, t in edges:
                 pair = routes.get((parent, child))
                 if pair is None:
@@ -243,6 +249,6 @@ def forests_to_schedule(algorithm, topology, num_elements, forests, sub_chunks, 
     meta = {"tree_steps": t_steps, "lower_bound": lower_bound(topology), **(meta or {})}
     if sub_chunks > 1 or len(forests) > 1:
         meta.update(sub_chunks=sub_chunks, tree_sets=len(forests))
-    return AllReduceSchedule.build(algorithm, topology, num_elements,
-                                   topology.num_nodes * sub_chunks, steps, validate=validate,
+    return AllReduceSchedule.build(algorithm, topology, num_elements, num_chunks, steps,
+                                   validate=validate,
                                    contention_free=sub_chunks == 1, meta=meta)
