@@ -19,6 +19,8 @@ parent to child at schedule step ``T + t``; ``2T`` schedule steps in all.
 """
 
 import math
+from itertools import chain
+from operator import itemgetter
 
 import networkx as nx
 import numpy as np
@@ -63,7 +65,7 @@ def reverse_route(route):
 
 def num_tree_steps(trees):
     """Number of tree steps ``T`` of a tree set: 1 + the largest join step (0 without edges)."""
-    return 1 + max((s for edges in trees for _, _, s in edges), default=-1)
+    return 1 + max(map(itemgetter(2), chain.from_iterable(trees)), default=-1)
 
 
 def lower_bound(topology):
@@ -118,6 +120,7 @@ def check_trees(topology, trees):
     used = set()
     direct = topology.is_direct
     links = set(topology.graph.edges)
+    routes = {}
     for r, edges in enumerate(trees):
         joined = {r: -1}
         for child, parent, step in edges:
@@ -126,10 +129,13 @@ def check_trees(topology, trees):
             if joined.get(parent, step) >= step:
                 raise ScheduleError(f"tree {r}: parent {parent} of {child} not in the tree "
                                     f"before step {step}")
-            if direct and (parent, child) not in links:
-                raise ScheduleError(f"tree {r}: {parent} -> {child} is not a link")
             joined[child] = step
-            for link in tree_edge_route(topology, parent, child):
+            route = routes.get((parent, child))
+            if route is None:
+                if direct and (parent, child) not in links:
+                    raise ScheduleError(f"tree {r}: {parent} -> {child} is not a link")
+                route = routes[(parent, child)] = tree_edge_route(topology, parent, child)
+            for link in route:
                 if (link, step) in used:
                     raise ScheduleError(f"tree {r}: link {link} used twice in step {step}")
                 used.add((link, step))
