@@ -58,7 +58,7 @@ candidates: there every other endpoint is a candidate until the tree is complete
 
 from array import array
 
-from .trees import KARY, trees_to_schedule
+from .trees import KARY, trees_to_schedule, without_gc
 
 ALGORITHM = "multitree"
 
@@ -132,6 +132,7 @@ def candidate_children(topology):
     return cands
 
 
+@without_gc
 def compute_trees(topology, kary=KARY, corner_distance="authors"):
     """Grow the N MultiTree trees with the published rules (module docstring).
 

@@ -18,6 +18,8 @@ reduce-scatter sends a child's partial sum of chunk ``r`` to its parent at sched
 parent to child at schedule step ``T + t``; ``2T`` schedule steps in all.
 """
 
+import functools
+import gc
 import math
 from itertools import chain
 from operator import itemgetter
@@ -32,6 +34,23 @@ from ..schedule import AllReduceSchedule, Op, ScheduleError, Transfer, chunk_bou
 #: torus in the authors' runs, i.e. one child per link; never binding on the topologies here, where
 #: the one-tree-edge-per-link rule is tighter).
 KARY = 5
+
+
+def without_gc(func):
+    """``func`` with Python's cyclic garbage collector paused while it runs (its state restored
+    after, also on an exception). For the builders of tree sets and schedules: they allocate
+    millions of objects that form no reference cycles (tree edges, transfers), which the
+    collector's passes would only traverse, again and again as the heap grows."""
+    @functools.wraps(func)
+    def paused(*args, **kwargs):
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+    return paused
 
 
 def tree_edge_route(topology, parent, child):
@@ -180,6 +199,7 @@ def trees_to_schedule(algorithm, topology, num_elements, trees, meta=None):
     return forests_to_schedule(algorithm, topology, num_elements, [trees], 1, meta)
 
 
+@without_gc
 def forests_to_schedule(algorithm, topology, num_elements, forests, sub_chunks, meta=None,
                         validate=True):
     """Lower tree sets to a pipelined ``AllReduceSchedule``: each root's data in ``sub_chunks``
