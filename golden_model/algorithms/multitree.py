@@ -167,18 +167,14 @@ def compute_trees(topology, kary=KARY, corner_distance="authors"):
     step = 0
     while incomplete:
         turn = growth.start_step(step)
-        turns = 0
-        while True:
-            root = order[turns % n]
-            added = False
-            if len(trees[root]) < n - 1:
-                added = turn(root)
+        while incomplete:                       # a round: every root takes a turn
+            for root in order:
+                added = len(trees[root]) < n - 1 and turn(root)
                 if added and len(trees[root]) == n - 1:
                     incomplete -= 1
-            turns += 1
-            if not incomplete:
-                break
-            if turns % n == 0:
+                    if not incomplete:
+                        break
+            else:
                 order = sorted_order
                 if not added:
                     break
@@ -205,12 +201,12 @@ class _DirectGrowth:
         nbrs = [topology.neighbors(p) for p in range(n)]
         # child[p][bit]: the neighbour on that candidate bit (the list is indexed by the bit).
         self.child = [[None] * (1 << len(cs)) for cs in nbrs]
-        # adopters[c]: (p, bit, ~bit) for every parent p that has c as a candidate.
+        # adopters[c]: (p, ~bit) for every parent p that has c as a candidate on that bit.
         self.adopters = [[] for _ in range(n)]
         for p, cs in enumerate(nbrs):
             for j, c in enumerate(cs):
                 self.child[p][1 << j] = c
-                self.adopters[c].append((p, 1 << j, ~(1 << j)))
+                self.adopters[c].append((p, ~(1 << j)))
         self.all_bits = bytearray((1 << len(cs)) - 1 for cs in nbrs)
         # A parent adds at most kary - 1 children per step and at most one per link.
         self.cap = [min(kary - 1, len(cs)) for cs in nbrs]
@@ -218,7 +214,7 @@ class _DirectGrowth:
         self.trees = trees
         self.outside = [bytearray(self.all_bits) for _ in range(n)]
         for r in range(n):
-            for p, _, clear in self.adopters[r]:
+            for p, clear in self.adopters[r]:
                 self.outside[r][p] &= clear
         # rank[r][v]: v's place in tree r's join order (n for a node outside the tree).
         self.rank = [array("i", [n]) * n for _ in range(n)]
@@ -281,10 +277,10 @@ class _DirectGrowth:
             if not free[p]:
                 alive.discard(p)
             joins[c] -= 1
-            for q, _, clear in adopters[c]:
+            for q, clear in adopters[c]:
                 out[q] &= clear
             if not joins[c]:
-                for q, _, clear in adopters[c]:
+                for q, clear in adopters[c]:
                     free[q] &= clear
                     if not free[q]:
                         alive.discard(q)
