@@ -345,6 +345,71 @@ def test_check_trees_rejects_broken_sets():
         check_trees(topo, not_spanning)
 
 
+def reference_check_trees(topo, trees):
+    """check_trees's rules as a plain walk through the trees: the first broken rule's message,
+    or None."""
+    n = topo.num_nodes
+    used = set()
+    links = set(topo.graph.edges)
+    for r, edges in enumerate(trees):
+        joined = {r: -1}
+        for child, parent, step in edges:
+            if child in joined or not 0 <= child < n:
+                return f"tree {r}: node {child} joins twice or is no node"
+            if joined.get(parent, step) >= step:
+                return f"tree {r}: parent {parent} of {child} not in the tree before step {step}"
+            if topo.is_direct and (parent, child) not in links:
+                return f"tree {r}: {parent} -> {child} is not a link"
+            joined[child] = step
+            route = ((parent, child),) if topo.is_direct else topo.route(parent, child)
+            for link in route:
+                if (link, step) in used:
+                    return f"tree {r}: link {link} used twice in step {step}"
+                used.add((link, step))
+        if len(joined) != n:
+            return f"tree {r} spans {len(joined)} of {n} nodes"
+    return None
+
+
+@pytest.mark.parametrize("spec", ("torus:4x4", "mesh:3x4", "ring:5", "ring:2", "fattree:2x2",
+                                  "bigraph:2x4"))
+def test_check_trees_reports_the_first_broken_rule_of_the_walk(spec):
+    """Tree sets broken at random (edges dropped, repeated, swapped, steps, parents and
+    children changed): check_trees raises exactly the walk's first error."""
+    topo = parse_topology(spec)
+    n = topo.num_nodes
+    base = multitree.compute_trees(topo)
+    rng = np.random.default_rng(zlib.crc32(spec.encode()))
+    for _ in range(300):
+        trees = [list(edges) for edges in base]
+        for _ in range(rng.integers(0, 4)):
+            edges = trees[rng.integers(n)]
+            if not edges:
+                continue
+            i = int(rng.integers(len(edges)))
+            c, p, s = edges[i]
+            kind = rng.integers(6)
+            if kind == 0:
+                del edges[i]
+            elif kind == 1:
+                edges.append(edges[i])
+            elif kind == 2:
+                j = int(rng.integers(len(edges)))
+                edges[i], edges[j] = edges[j], edges[i]
+            else:
+                changed = [c, p, s]
+                changed[kind - 3] = (s + int(rng.choice([-2, -1, 1])) if kind == 5
+                                     else int(rng.integers(-1, n + 1)))
+                edges[i] = tuple(changed)
+        expected = reference_check_trees(topo, trees)
+        if expected is None:
+            check_trees(topo, trees)
+        else:
+            with pytest.raises(ScheduleError) as err:
+                check_trees(topo, trees)
+            assert str(err.value) == expected
+
+
 # --- random topologies ----------------------------------------------------------------------------
 
 SPECS = st.one_of(

@@ -128,6 +128,9 @@ def check_trees(topology, trees):
     * on a direct topology every edge joins neighbours;
     * no directed link carries two tree edges (over all trees) in one step.
 
+    The rules are checked on arrays of all edges at once; the error is the one a walk through
+    the trees in order, edge by edge and rule by rule as listed, meets first.
+
     Raises
     ------
     ScheduleError
@@ -136,30 +139,64 @@ def check_trees(topology, trees):
     n = topology.num_nodes
     if len(trees) != n:
         raise ScheduleError(f"{len(trees)} trees for {n} nodes")
-    used = set()
-    direct = topology.is_direct
-    links = set(topology.graph.edges)
-    routes = {}
-    for r, edges in enumerate(trees):
-        joined = {r: -1}
-        for child, parent, step in edges:
-            if child in joined or not 0 <= child < n:
-                raise ScheduleError(f"tree {r}: node {child} joins twice or is no node")
-            if joined.get(parent, step) >= step:
-                raise ScheduleError(f"tree {r}: parent {parent} of {child} not in the tree "
-                                    f"before step {step}")
-            joined[child] = step
-            route = routes.get((parent, child))
-            if route is None:
-                if direct and (parent, child) not in links:
-                    raise ScheduleError(f"tree {r}: {parent} -> {child} is not a link")
-                route = routes[(parent, child)] = tree_edge_route(topology, parent, child)
-            for link in route:
-                if (link, step) in used:
-                    raise ScheduleError(f"tree {r}: link {link} used twice in step {step}")
-                used.add((link, step))
-        if len(joined) != n:
-            raise ScheduleError(f"tree {r} spans {len(joined)} of {n} nodes")
+    counts = np.fromiter(map(len, trees), np.int64, n)
+    flat = np.fromiter(chain.from_iterable(chain.from_iterable(trees)), np.int64,
+                       3 * int(counts.sum())).reshape(-1, 3)
+    child, parent, step = flat.T
+    tree = np.repeat(np.arange(n), counts)
+    index = np.arange(len(flat))
+    # An edge's first earlier edge with the same (tree, child), by a stable sort.
+    key = tree * n + child
+    by_key = np.argsort(key, kind="stable")
+    sorted_key = key[by_key]
+    rejoins = np.zeros(len(flat), dtype=bool)
+    rejoins[by_key[1:][sorted_key[1:] == sorted_key[:-1]]] = True
+    bad_child = rejoins | (child < 0) | (child >= n) | (child == tree)
+    # The parent's join: the root at step -1, else the first edge making it a child in the tree.
+    pos = np.minimum(np.searchsorted(sorted_key, tree * n + parent), max(len(flat) - 1, 0))
+    join = by_key[pos]
+    joined_before = ((parent >= 0) & (parent < n) & (sorted_key[pos] == tree * n + parent)
+                     & (join < index))
+    # As the walk's ``joined.get(parent, step) >= step``: a parent that never joined fails.
+    parent_step = np.where(parent == tree, -1, np.where(joined_before, step[join], step))
+    bad_parent = parent_step >= step
+    bad = bad_child | bad_parent
+    if topology.is_direct:
+        links = np.array([u * n + v for u, v in topology.graph.edges], dtype=np.int64)
+        bad |= ~np.isin(parent * n + child, links)
+    first = int(np.argmax(bad)) if bad.any() else len(flat)
+    # Links used twice in a step, among the edges before the first other error: each edge's
+    # route as a row of link ids (-1 past its end), read in walk order.
+    pairs, pair_of = np.unique(parent[:first] * n + child[:first], return_inverse=True)
+    routes = [tree_edge_route(topology, *divmod(int(pc), n)) for pc in pairs]
+    link_ids = {}
+    route_ids = np.full((len(routes), max(map(len, routes), default=1)), -1, dtype=np.int64)
+    for i, route in enumerate(routes):
+        route_ids[i, :len(route)] = [link_ids.setdefault(link, len(link_ids)) for link in route]
+    width = route_ids.shape[1]
+    uses = route_ids[pair_of].ravel()
+    at = np.flatnonzero(uses >= 0)              # edge * width + place in the route
+    use_link, use_step = uses[at], step[at // width]
+    by_use = np.lexsort((use_step, use_link))   # stable: a link's uses in a step in walk order
+    again = by_use[1:][(use_link[by_use[1:]] == use_link[by_use[:-1]])
+                       & (use_step[by_use[1:]] == use_step[by_use[:-1]])]
+    reused = int(at[again.min()]) if len(again) else None
+    error = first if reused is None else reused // width
+    short = np.flatnonzero(counts != n - 1)
+    if len(short) and (error == len(flat) or short[0] < tree[error]):
+        r = int(short[0])
+        raise ScheduleError(f"tree {r} spans {int(counts[r]) + 1} of {n} nodes")
+    if error == len(flat):
+        return
+    r, c, p, s = (int(x) for x in (tree[error], child[error], parent[error], step[error]))
+    if reused is not None:
+        link = routes[pair_of[error]][reused % width]
+        raise ScheduleError(f"tree {r}: link {link} used twice in step {s}")
+    if bad_child[error]:
+        raise ScheduleError(f"tree {r}: node {c} joins twice or is no node")
+    if bad_parent[error]:
+        raise ScheduleError(f"tree {r}: parent {p} of {c} not in the tree before step {s}")
+    raise ScheduleError(f"tree {r}: {p} -> {c} is not a link")
 
 
 def trees_to_schedule(algorithm, topology, num_elements, trees, meta=None):
