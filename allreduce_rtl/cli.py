@@ -65,7 +65,9 @@ def main(argv=None):
     try:
         return args.func(args) or 0
     except ConfigError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        # Said like argparse's own usage errors: the subcommand, and where its help is.
+        command = f"{PROG} {args.command}"
+        print(f"{command}: error: {exc} (see {command} --help)", file=sys.stderr)
         return 2
     except EnvironmentFailure as exc:
         lines = str(exc).strip().splitlines() or ["environment failure"]
