@@ -18,15 +18,19 @@ from golden_model.topology import (DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY,
                                    parse_topology)
 from golden_model.authors import MESSAGE_SIZES
 from golden_model.timing import LINK_ORDERS
-
-#: ``--timing`` values: the link orders of ``TimingParams`` and the authors' simulator preset.
-TIMINGS = (*LINK_ORDERS, "authors")
 from golden_model.units import parse_size
 
 __all__ = ["number_in", "positive_float", "nonnegative_int", "positive_int", "element_count",
            "size", "text", "network_options", "hardware_options", "topology", "TOPOLOGY_HELP"]
 
 TOPOLOGY_HELP = spec_forms()
+#: ``--timing`` values: the link orders of ``TimingParams`` and the authors' simulator preset.
+TIMINGS = (*LINK_ORDERS, "authors")
+
+
+def _bound(x):
+    """A limit as the help texts write numbers: 1,000,000 (not 1e+06), 0.001."""
+    return f"{int(x):,}" if x == int(x) else f"{x:g}"
 
 
 def number_in(kind, low, high, low_open=False):
@@ -41,10 +45,9 @@ def number_in(kind, low, high, low_open=False):
             raise argparse.ArgumentTypeError(f"{value!r} is not {what}") from None
         if number != number or not (low < number if low_open else low <= number) \
                 or not number <= high:            # (number != number: NaN)
-            fmt = "{:,}" if kind is int else "{:g}"
-            lo = f"above {fmt.format(low)}" if low_open else f"at least {fmt.format(low)}"
+            lo = f"above {_bound(low)}" if low_open else f"at least {_bound(low)}"
             raise argparse.ArgumentTypeError(f"{value!r} must be {what} {lo} and at most "
-                                             f"{fmt.format(high)}")
+                                             f"{_bound(high)}")
         return number
     parse.range = (kind, low, high, low_open)      # for the tests that probe every option
     return parse
