@@ -124,6 +124,16 @@ def cmd_compare(args):
     return 0
 
 
+def _text(value):
+    """A summary value for the text output: numbers with thousands separators, a dict as
+    ``key value, ...`` (multitree-opt's ``timed``: candidate and its cycles)."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_text(v)}" for k, v in value.items())
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
 def cmd_schedule(args):
     from .cli import print_json
     topo = options.topology(args)
@@ -149,7 +159,7 @@ def cmd_schedule(args):
         print_json(summary)
     else:
         for key, value in summary.items():
-            print(f"{key:>14}: {value}")
+            print(f"{key:>14}: {_text(value)}")
     return 0
 
 

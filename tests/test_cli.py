@@ -217,3 +217,15 @@ def test_compare_timing_authors(capsys, message_size, want):
     assert report["timing"] == "authors"
     assert report["message_size"] == int(message_size or 256)
     assert report["results"][0]["cycles"] == want
+
+
+def test_schedule_text_summary_is_readable(capsys):
+    """The text summary writes numbers with separators and multitree-opt's dicts as
+    ``key value`` pairs, not Python reprs."""
+    assert main(["schedule", "-t", "torus:4x4", "-a", "multitree-opt", "-s", "1MiB"]) == 0
+    lines = dict(line.split(": ", 1) for line in capsys.readouterr().out.splitlines())
+    summary = run_json(capsys, "schedule", "-t", "torus:4x4", "-a", "multitree-opt", "-s",
+                       "1MiB", "--json")
+    assert lines["      elements"] == f"{summary['elements']:,}"
+    assert lines["         timed"] == ", ".join(f"{k} {v:,}" for k, v in summary["timed"].items())
+    assert "{" not in "".join(lines.values())
