@@ -195,8 +195,13 @@ def cmd_sweep(args):
     for name in ("sweep.csv", "speedup.png"):   # refuse a bad target before the sweep runs
         check_writable_file(out / name)
     rows, skipped = [], set()
-    for size in tqdm(sizes, desc=f"sweep {topo.spec}", unit="size", file=sys.stderr):
-        report = compare(topo, size, names, params)
+    # The first size runs before the progress bar, so that an algorithm that cannot run on the
+    # topology is one error line, not a bar and then the error.
+    reports = [compare(topo, sizes[0], names, params)]
+    reports += [compare(topo, size, names, params)
+                for size in tqdm(sizes[1:], desc=f"sweep {topo.spec}", unit="size",
+                                 file=sys.stderr, initial=1, total=len(sizes))]
+    for size, report in zip(sizes, reports):
         skipped.update(s["algorithm"] for s in report["skipped"])
         rows.extend({"size_bytes": size, **r} for r in report["results"])
     for name in sorted(skipped & set(names or ALGORITHMS)):
