@@ -294,6 +294,7 @@ def forests_to_schedule(algorithm, topology, num_elements, forests, sub_chunks, 
     # ``AllReduceSchedule.build`` drops the transfers of empty chunks: none are made.
     live = (np.diff(chunk_bounds(num_elements, num_chunks)) > 0).tolist()
     routes = {}
+    reduce, copy = Op.REDUCE, Op.COPY
     for s in range(sub_chunks):
         for r, edges in enumerate(forests[s % len(forests)]):
             chunk = r * sub_chunks + s
@@ -305,10 +306,8 @@ def forests_to_schedule(algorithm, topology, num_elements, forests, sub_chunks, 
                     route = tree_edge_route(topology, parent, child)
                     pair = routes[(parent, child)] = (route, reverse_route(route))
                 route, back = pair
-                steps[s + t_steps - 1 - t].append(
-                    Transfer(child, parent, chunk, Op.REDUCE, back, flow=r))
-                steps[s + t_steps + t].append(Transfer(parent, child, chunk, Op.COPY, route,
-                                                       flow=r))
+                steps[s + t_steps - 1 - t].append(Transfer(child, parent, chunk, reduce, back, r))
+                steps[s + t_steps + t].append(Transfer(parent, child, chunk, copy, route, r))
     meta = {"tree_steps": t_steps, "lower_bound": lower_bound(topology), **(meta or {})}
     if sub_chunks > 1 or len(forests) > 1:
         meta.update(sub_chunks=sub_chunks, tree_sets=len(forests))
