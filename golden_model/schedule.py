@@ -236,16 +236,20 @@ class AllReduceSchedule:
         full = (1 << n) - 1
         sizes = np.diff(self.bounds)
         live = [c for c in range(nc) if sizes[c] > 0]
-        # have[v * nc + c]: contributions in node v's copy of chunk c, a bit per node.
-        have = [1 << v for v in range(n) for _ in range(nc)]
+        # have[v * nc + c]: contributions in node v's copy of chunk c, a bit per node (the
+        # list starts with one int per node, shared by its chunks: ints are immutable).
+        have = []
+        for v in range(n):
+            have.extend([1 << v] * nc)
         edges = set(topo.graph.edges)
         good = set()                 # (src, dst, route) already checked
+        contention_free = self.contention_free
         for i, step in enumerate(self.steps):
             used = set()
             snapshot = {}
             for t in step:
-                route = t.route
-                if (t.src, t.dst, route) not in good:
+                src, chunk, route = t.src, t.chunk, t.route
+                if (src, t.dst, route) not in good:
                     if not (0 <= t.src < n and 0 <= t.dst < n) or t.src == t.dst:
                         raise ScheduleError(f"step {i}: bad endpoints in {t}")
                     hops = [t.src] + [v for _, v in route]
@@ -255,18 +259,19 @@ class AllReduceSchedule:
                         raise ScheduleError(f"step {i}: route {route} does not lead "
                                             f"{t.src}->{t.dst}")
                     good.add((t.src, t.dst, route))
-                if not 0 <= t.chunk < nc:
-                    raise ScheduleError(f"step {i}: chunk {t.chunk} out of range in {t}")
-                if self.contention_free:
+                if not 0 <= chunk < nc:
+                    raise ScheduleError(f"step {i}: chunk {chunk} out of range in {t}")
+                if contention_free:
                     for link in route:
                         if link in used:
                             raise ScheduleError(f"step {i}: link {link} used twice")
                         used.add(link)
-                key = t.src * nc + t.chunk
+                key = src * nc + chunk
                 snapshot[key] = have[key]
             for t in step:
-                payload = snapshot[t.src * nc + t.chunk]
-                key = t.dst * nc + t.chunk
+                chunk = t.chunk
+                payload = snapshot[t.src * nc + chunk]
+                key = t.dst * nc + chunk
                 if t.op is Op.REDUCE:
                     if have[key] & payload:
                         raise ScheduleError(f"step {i}: {t} adds contributions "
