@@ -13,7 +13,9 @@ link latency = ``config.link_latency`` cycles, one flit per cycle per link (band
 = flit bytes per cycle at 1 GHz), flits of ``config.flit_width`` bits, one head flit per
 message, the NI's send and retire delays (the retire delay plus the element type's adder
 latency, ``hdl.adders``: a received tail is written that many cycles later), links serving their transfers in schedule order (the
-send engines walk their tables in order). On the routed network links are first come, first
+send engines walk their tables in order), and on NIs joined by links the order in which a receive
+engine writes (``TimingParams.receive_order``: one message after another per port, a chunk's
+contributions in the summation order). On the routed network links are first come, first
 served, a head spends the router's pipeline in every transit router, and the send delay adds
 the router ports and end routers (``routed_timing``). With these the model equals the RTL
 exactly when no send waits for a credit.
@@ -92,7 +94,7 @@ def hardware_timing(config, topology=None, **overrides) -> TimingParams:
             "element_bytes": config.element_type.bytes, "header_flits": 1,
             "send_delay": NI_SEND_DELAY,
             "retire_delay": NI_RETIRE_DELAY + hardware_adder(config.element_type).latency,
-            "link_order": "schedule"}
+            "link_order": "schedule", "receive_order": not config.routed}
     if config.routed:
         if topology is None:
             raise ValueError("the routed network's timing depends on the topology: pass it")

@@ -256,6 +256,17 @@ class TimingParams:
         are free, an NI being free once its message buffer holds the rest of its flow.
     send_buffer_bytes : int
         Payload bytes a sender's buffer holds (default 0; see ``node_lockstep``).
+    receive_order : bool
+        The order in which an NI joined by links writes what it receives (default False; the
+        hardware's timing sets it for NIs on links, ``allreduce_rtl.plan.hardware_timing``). A
+        transfer then finishes no earlier than the transfer before it on its last link (in
+        schedule order) finished plus its own payload flits, as the receive engine writes one
+        message after the other at one flit per cycle, and no earlier than the contribution
+        before it into the same chunk, as the NI's ordering rule writes a chunk's
+        contributions flit by flit in the summation order (docs/hardware.md, "Step control").
+        Both are bounds the hardware cannot beat, so the model stays a lower bound of the RTL;
+        they matter where several messages share a link in a step (pipelined schedules). Needs
+        links in schedule order; not with ``reduction`` or staged transfers.
     preset : str
         The named preset these values come from, for reports (default "": none;
         ``"authors"``: ``golden_model.authors.authors_params``).
@@ -263,8 +274,9 @@ class TimingParams:
     Raises
     ------
     ConfigError
-        If a value is not positive (or the byte counts are not whole numbers), or a delay or
-        header count is negative.
+        If a value is not positive (or the byte counts are not whole numbers), a delay or
+        header count is negative, or ``receive_order`` is set with first-come-first-served
+        links or a reduction unit.
     """
     frequency_ghz: float = 1.0
     flit_bytes: int = 16
@@ -282,6 +294,7 @@ class TimingParams:
     node_lockstep: bool = False
     send_buffer_bytes: int = 0
     preset: str = ""
+    receive_order: bool = False
 
     def __post_init__(self):
         f = self.frequency_ghz
@@ -299,6 +312,8 @@ class TimingParams:
         if self.link_order not in LINK_ORDERS:
             raise ConfigError(f"link order {self.link_order!r} is not one of "
                               f"{', '.join(LINK_ORDERS)}")
+        if self.receive_order and (self.reduction is not None or self.link_order == "fcfs"):
+            raise ConfigError("receive_order needs links in schedule order and no reduction unit")
         if self.reduction is not None and not isinstance(self.reduction, ReductionUnit):
             raise ConfigError(f"reduction must be a ReductionUnit or None, not "
                               f"{self.reduction!r}")
@@ -485,7 +500,7 @@ def _simulate(schedule, params, staged, one_hop=True):
     in_order = (params.link_order == "schedule"
                 or params.link_order == "hardware" and not needs_router(schedule))
     if (one_hop and in_order and not staged and params.reduction is None
-            and not params.node_lockstep):
+            and not params.node_lockstep and not params.receive_order):
         result = _simulate_one_hop(schedule, params, link_id, lat, bw)
         if result is not None:
             return result
@@ -625,6 +640,52 @@ def _simulate(schedule, params, staged, one_hop=True):
         chunk_bytes = (np.diff(schedule.bounds) * params.element_bytes).tolist()
         buffered = params.send_buffer_bytes
 
+    receive_order = params.receive_order
+    if receive_order and (staged or not in_order):
+        raise ConfigError("timing: receive_order needs one-hop links in schedule order and no "
+                          "staged transfers (it models an NI joined by links)")
+    if receive_order:
+        # The receiving NI's order (TimingParams.receive_order): a transfer's finish is settled
+        # once those of the transfer before it on its last link and of the contribution before
+        # it into the same chunk are (both earlier in schedule order).
+        link_prev, sum_prev, settles = [-1] * total, [-1] * total, [[] for _ in range(total)]
+        last_on, last_into = {}, {}
+        for i in range(total):
+            lid = hop_link[last_hop[i]]
+            link_prev[i] = last_on.get(lid, -1)
+            last_on[lid] = i
+            if reduce_of[i]:
+                key = dst_of[i] * num_chunks + chunk_of[i]
+                sum_prev[i] = last_into.get(key, -1)
+                last_into[key] = i
+            for j in (link_prev[i], sum_prev[i]):
+                if j >= 0:
+                    settles[j].append(i)
+        raw_fin = [-1] * total
+        settled = bytearray(total)
+        payload = (-(-np.diff(schedule.bounds) * params.element_bytes
+                     // params.flit_bytes)).tolist()
+
+    def settle(i):
+        """Settle the finish of ``i`` and of the transfers that waited for it, where known."""
+        todo = [i]
+        while todo:
+            j = todo.pop()
+            a, b = link_prev[j], sum_prev[j]
+            if (settled[j] or raw_fin[j] < 0 or (a >= 0 and not settled[a])
+                    or (b >= 0 and not settled[b])):
+                continue
+            f = raw_fin[j]
+            if a >= 0 and finish[a] + payload[chunk_of[j]] > f:
+                f = finish[a] + payload[chunk_of[j]]
+            if b >= 0 and finish[b] > f:
+                f = finish[b]
+            finish[j] = f
+            settled[j] = 1
+            if feeds[j] >= 0:
+                open_gates(feeds[j], f)
+            todo.extend(settles[j])
+
     def open_gates(g, tm):
         """Count one finished input (at ``tm``) toward gate ``g``; open the gates it completes."""
         while g >= 0:
@@ -703,6 +764,10 @@ def _simulate(schedule, params, staged, one_hop=True):
                     open_gates(feeds[k], finish[k])
                 pos += 1
             loop_pos[u] = pos
+            continue
+        if receive_order:
+            raw_fin[i] = fin
+            settle(i)
             continue
         if feeds[i] >= 0:
             open_gates(feeds[i], fin)

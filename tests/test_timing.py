@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from golden_model.algorithms import ALGORITHMS, build_schedule
 from golden_model.errors import ConfigError
 from golden_model.schedule import AllReduceSchedule, Op, Transfer
-from golden_model.timing import (LowerBound, TimingParams, TimingResult, algbw_GBps, busbw_GBps,
-                                 cycles_to_us, hold_cycles, lower_bound, simulate)
+from golden_model.timing import (LowerBound, ReductionUnit, TimingParams, TimingResult, algbw_GBps,
+                                 busbw_GBps, cycles_to_us, hold_cycles, lower_bound, simulate)
 from golden_model.topology import parse_topology
 
 LAT = 150
@@ -658,3 +658,76 @@ def test_one_hop_closed_form_on_every_algorithm(name, spec):
     event = timing._simulate(sched, params, (), one_hop=False)
     assert fast.finish.tolist() == event.finish.tolist()
     assert fast.start.tolist() == event.start.tolist()
+
+
+# --- the receiving NI's order (TimingParams.receive_order) ------------------------------------
+
+def test_receive_order_hand_computed():
+    """On ring:4, node 1 receives chunk 2 (256 flits) then chunk 0 (64) from node 2, and chunk 0
+    then chunk 1 (64 each) from node 0, all reducing, in one step. Without the receive order:
+    finishes 406, 470, 214, 278. With it, 0->1's chunk 0 follows 2->1's into the same chunk
+    (470), and 0->1's chunk 1 is written after it on the same port (470 + 64)."""
+    sched = make(topo("ring:4"), [256, 256, 1024],
+                 [[(2, 1, 2), (2, 1, 0), (0, 1, 0), (0, 1, 1)]], op=Op.REDUCE)
+    assert simulate(sched).finish.tolist() == [406, 470, 214, 278]
+    r = simulate(sched, TimingParams(receive_order=True))
+    assert r.finish.tolist() == [406, 470, 470, 534] and r.cycles == 534
+
+
+def _receive_order_reference(sched, params):
+    """Finishes of a one-hop schedule with links in schedule order and the receive order, in one
+    pass in schedule order: everything a transfer waits for comes earlier in that order."""
+    sizes = np.diff(sched.bounds) * params.element_bytes
+    payload = -(-sizes // params.flit_bytes)
+    have, free, last_on, last_into, finish = {}, {}, {}, {}, []
+    for step in sched.steps:
+        arrived = []
+        for t in step:
+            (link,) = t.route
+            ready = have.get((t.src, t.chunk), 0) + params.send_delay
+            hold = payload[t.chunk] + params.header_flits    # 16 GB/s, 16-byte flits, 1 GHz
+            start = max(ready, free.get(link, 0))
+            free[link] = start + hold + params.message_gap
+            fin = start + hold + sched.topology.link_latency(link) + params.retire_delay
+            if link in last_on:
+                fin = max(fin, last_on[link] + payload[t.chunk])
+            if t.op is Op.REDUCE and (t.dst, t.chunk) in last_into:
+                fin = max(fin, last_into[t.dst, t.chunk])
+            last_on[link] = fin
+            if t.op is Op.REDUCE:
+                last_into[t.dst, t.chunk] = fin
+            finish.append(fin)
+            arrived.append(((t.dst, t.chunk), fin))
+        for key, fin in arrived:
+            have[key] = max(have.get(key, 0), fin)
+    return finish
+
+
+@settings(max_examples=150, deadline=None)
+@given(sched=one_hop_schedules(), op=st.sampled_from([Op.REDUCE, Op.COPY]),
+       header=st.sampled_from([0, 1]), send=st.sampled_from([0, 3]),
+       retire=st.sampled_from([0, 5]), gap=st.sampled_from([0, 12]))
+def test_receive_order_equals_a_one_pass_reference(sched, op, header, send, retire, gap):
+    for link in sched.topology.links:
+        sched.topology.graph.edges[link]["bandwidth"] = 16.0
+    sched = make(sched.topology, np.diff(sched.bounds).tolist(),
+                 [[(t.src, t.dst, t.chunk) for t in step] for step in sched.steps], op=op)
+    params = TimingParams(header_flits=header, send_delay=send, retire_delay=retire,
+                          message_gap=gap, receive_order=True)
+    assert simulate(sched, params).finish.tolist() == _receive_order_reference(sched, params)
+
+
+@pytest.mark.parametrize("kw", [{"link_order": "fcfs"},
+                                {"reduction": ReductionUnit(64, 1)}])
+def test_receive_order_needs_in_order_links_without_a_reduction_unit(kw):
+    with pytest.raises(ConfigError, match="receive_order"):
+        TimingParams(receive_order=True, **kw)
+
+
+def test_receive_order_not_with_staged_or_multi_hop():
+    sched = make(topo("ring:8"), 256, [[(0, 3, 0)]])
+    with pytest.raises(ConfigError, match="receive_order"):
+        simulate(sched, TimingParams(receive_order=True))
+    with pytest.raises(ConfigError, match="receive_order"):
+        simulate(make(topo("ring:4"), 256, [[(0, 1, 0)]]), TimingParams(receive_order=True),
+                 staged=[0])
