@@ -234,6 +234,20 @@ def test_multitree_matches_plain_reference(spec):
     assert multitree.compute_trees(topo) == reference_multitree(topo)
 
 
+@pytest.mark.parametrize("spec", ("torus:4x4", "torus:3x5", "torus:2x6", "torus:5x5",
+                                  "torus:2x2", "torus:1x4", "torus:7x3", "ring:2", "ring:7",
+                                  "torus:16x16"))
+def test_torus_trees_are_translates_of_tree_0(spec):
+    """On tori and rings compute_trees moves tree 0 (multitree._translated_trees); turn by turn
+    the published rules give the same trees, for any fan-out."""
+    topo = parse_topology(spec)
+    assert multitree._translations_commute(topo)
+    for kary in (2, 3, KARY) if topo.num_nodes <= 64 else (KARY,):
+        assert multitree.compute_trees(topo, kary=kary) == \
+            multitree._grown_trees(topo, kary, "authors")
+    assert not multitree._translations_commute(parse_topology("mesh:3x3"))
+
+
 @pytest.mark.parametrize("spec", ("torus:8x8", "mesh:4x4", "fattree:2x3"))
 def test_multitree_published_budgets(spec):
     topo = parse_topology(spec)
