@@ -11,7 +11,7 @@ And the optimal-schedules issue's construction times, each a whole process:
 4. ``allreduce-rtl schedule -a multitree-opt -t torus:32x32``, target <= 10 s.
 5. ``allreduce-rtl schedule -a multitree -t torus:32x32``, target <= 30 s.
 
-``--quick`` leaves out 4 and 5 (about two minutes together).
+``--quick`` leaves out 4 and 5 (about 10 s together).
 
 Prints a Markdown table for the README. Run: ``make bench`` or ``.venv/bin/python
 scripts/bench_golden.py``.
