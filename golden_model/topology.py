@@ -37,10 +37,9 @@ DEFAULT_LINK_LATENCY = 150      # cycles
 
 #: Family names, in the order help texts list them.
 FAMILIES = tuple(_FAMILY_DEFS)
-# Upper bound on endpoint nodes: schedules grow as N^2 transfers (2.1 million on torus:32x32) and
-# the published MultiTree construction about as N^2.5 (torus:32x32 in about 20 s, a 64x64 torus
-# would take over 10 minutes and 33 million transfers); the bound also keeps a typo
-# ("torus:800x800") from exhausting memory.
+# Upper bound on endpoint nodes: a schedule holds its 2N(N-1) transfers as objects (2.1 million
+# and 480 MB on torus:32x32; a 64x64 torus would hold 33 million, about 7.5 GB), so lifting it
+# needs an array IR; the bound also keeps a typo ("torus:800x800") from exhausting memory.
 MAX_NODES = 1024
 #: Bounds of link parameters: wider ones only overflow the cycle arithmetic downstream
 #: (1e6 GB/s is a flit in well under a cycle; 10^6 cycles is a millisecond at 1 GHz).
