@@ -49,6 +49,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for module in COMMAND_MODULES:
         module.register(sub)
+    parser.subcommands = sub.choices
     return parser
 
 
@@ -61,7 +62,10 @@ def main(argv=None):
         option = re.fullmatch(r"(--?[A-Za-z][\w-]*)=--", str(arg))
         if option:
             parser.error(f"argument {option.group(1)}: '--' is not a value")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # Said by the subcommand's parser, which names itself and its --help.
+        parser.subcommands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.func(args) or 0
     except ConfigError as exc:

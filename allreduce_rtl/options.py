@@ -21,7 +21,8 @@ from golden_model.timing import LINK_ORDERS
 from golden_model.units import parse_size
 
 __all__ = ["number_in", "positive_float", "nonnegative_int", "positive_int", "element_count",
-           "size", "text", "network_options", "hardware_options", "topology", "TOPOLOGY_HELP"]
+           "size", "message_size", "text", "network_options", "hardware_options", "topology",
+           "TOPOLOGY_HELP"]
 
 TOPOLOGY_HELP = spec_forms()
 #: ``--timing`` values: the link orders of ``TimingParams`` and the authors' simulator preset.
@@ -78,6 +79,19 @@ def text(value):
     return value
 
 
+def message_size(value):
+    """An argparse type: one of ``golden_model.authors.MESSAGE_SIZES`` (bytes)."""
+    allowed = " or ".join(map(str, MESSAGE_SIZES))
+    try:
+        size = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not {allowed}") from None
+    if size not in MESSAGE_SIZES:
+        raise argparse.ArgumentTypeError(f"{value!r} is not {allowed} (bytes per message of the "
+                                         f"authors' simulator; 0: one packet per chunk)")
+    return size
+
+
 def network_options(p, topology_default, topology_help="%(default)s"):
     """The link options of the golden-model commands (defaults: the MultiTree paper's network,
     1 GHz, 128-bit flits); ``topology(args)`` then parses ``--topology`` with them."""
@@ -103,7 +117,7 @@ def network_options(p, topology_default, topology_help="%(default)s"):
                    "'authors': count like the MultiTree authors' simulator (head flits, their "
                    "pipeline delays, lockstep and reduction unit; docs/authors-simulator.md) "
                    "(default %(default)s)")
-    g.add_argument("--message-size", type=int, choices=MESSAGE_SIZES, default=None,
+    g.add_argument("--message-size", type=message_size, default=None,
                    metavar="|".join(map(str, MESSAGE_SIZES)),
                    help="with --timing authors: their --message-size, 256-byte messages with a "
                    "head flit each, or 0 for one packet per chunk (default 256)")

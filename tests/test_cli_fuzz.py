@@ -42,6 +42,8 @@ def _refused(action):
         return ["", "   "]
     if t is options.size:
         return ["", "12XB", "-1", "0", "1.5", "9" * 30 + "GiB"]
+    if t is options.message_size:
+        return ["", "abc", "-1", "1", "512", "256B", "1e400"]
     rng = getattr(t, "range", None)
     if rng is not None:
         kind, low, high, low_open = rng
