@@ -11,7 +11,7 @@ from golden_model.authors import MESSAGE_SIZES, authors_params
 from golden_model.compare import compare, elements_for
 from golden_model.errors import ConfigError
 from golden_model.exporters import EXPORTERS, export, exporter_for
-from golden_model.timing import TimingParams
+from golden_model.timing import LINK_ORDER_WORDS, TimingParams
 from golden_model.units import format_size, parse_size
 
 from . import options
@@ -68,10 +68,6 @@ COMPARE_COLUMNS = [("algorithm", "algorithm", "{}"), ("steps", "steps", "{}"),
                    ("ratio_to_tight_bound", "x with latency", "{:.3f}")]
 
 
-#: How ``compare`` names each link order (``TimingParams.link_order``) in its header line.
-LINK_ORDER_WORDS = {"hardware": "as the hardware does", "schedule": "in schedule order",
-                    "fcfs": "first come first served",
-                    "authors": "like the MultiTree authors' simulator"}
 
 
 def _params(args):
@@ -108,9 +104,11 @@ def _print_compare(report):
               f"nodes' bandwidths differ)")
     print(format_table(report["results"], COMPARE_COLUMNS))
     if report["timing"] == "authors":
-        print(f"(their --message-size {report['message_size']}; the preset reproduces their "
-              f"ring cycle for cycle, not their MultiTree, whose per-NI channels it does not "
-              f"model: docs/authors-simulator.md)")
+        print(f"(their --message-size {report['message_size']}; calibrated on torus:4x4 with "
+              f"their network, 16 GB/s, 150-cycle links, 16-byte flits, 1 GHz: there it "
+              f"reproduces their ring cycle for cycle, not their MultiTree, whose per-NI "
+              f"channels it does not model; elsewhere it extrapolates: "
+              f"docs/authors-simulator.md)")
 
 
 def cmd_compare(args):
@@ -201,13 +199,15 @@ def cmd_sweep(args):
     reports += [compare(topo, size, names, params)
                 for size in tqdm(sizes[1:], desc=f"sweep {topo.spec}", unit="size",
                                  file=sys.stderr, initial=1, total=len(sizes))]
+    timing = params.describe()
     for size, report in zip(sizes, reports):
         skipped.update(s["algorithm"] for s in report["skipped"])
-        rows.extend({"size_bytes": size, **r} for r in report["results"])
+        rows.extend({"size_bytes": size, **r, **timing} for r in report["results"])
     for name in sorted(skipped & set(names or ALGORITHMS)):
         _note(name, "cannot run on this topology")
     cols = ["size_bytes", "algorithm", "steps", "sub_chunks", "cycles", "time_us", "algbw_GBps",
-            "busbw_GBps", "speedup_vs_ring", "ratio_to_lower_bound", "ratio_to_tight_bound"]
+            "busbw_GBps", "speedup_vs_ring", "ratio_to_lower_bound", "ratio_to_tight_bound",
+            *timing]
     def cell(v):
         return f"{v:.6g}" if isinstance(v, float) else "" if v is None else str(v)
     csv = ",".join(cols) + "\n" + "".join(",".join(cell(r[c]) for c in cols) + "\n" for r in rows)

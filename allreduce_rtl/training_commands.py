@@ -153,7 +153,8 @@ def _report_command(args):
             ("--bucket-size", format_size(args.bucket_size), format_size(DEFAULT_BUCKET_BYTES)),
             ("--link-bandwidth", args.link_bandwidth, DEFAULT_LINK_BANDWIDTH),
             ("--link-latency", args.link_latency, DEFAULT_LINK_LATENCY),
-            ("--flit-bytes", args.flit_bytes, 16), ("--frequency", args.frequency, 1.0)):
+            ("--flit-bytes", args.flit_bytes, 16), ("--frequency", args.frequency, 1.0),
+            ("--timing", args.timing, "hardware"), ("--message-size", args.message_size, None)):
         if value is not None and value != default:
             parts += [flag, str(value)]
     return shlex.join(parts)

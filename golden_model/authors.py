@@ -57,7 +57,9 @@ DRAIN_CYCLES = 149
 
 #: Their simulator's totals on torus:4x4 (docs/authors-simulator.md, "Measured on torus:4x4"):
 #: bytes per node -> {(algorithm, message size): cycles}. Their MultiTree with 256-byte messages
-#: varies from run to run (at 1 MiB 61,000 to 70,729 in six runs); the first run is listed.
+#: varies from run to run (at 1 MiB 61,000 to 70,729 in six runs): one run is listed (at 1 MiB
+#: the figure the optimal-schedules issue quotes), and at 1 MiB with whole chunks the middle of
+#: three runs (45,897 to 45,905).
 MEASURED_TORUS4X4 = {
     32768: {("ring", 256): 9344, ("ring", 0): 9134,
             ("multitree", 256): 3508, ("multitree", 0): 3272},

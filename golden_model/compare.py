@@ -120,9 +120,7 @@ def compare(topology, size_bytes, algorithms=None, params=TimingParams(), on_ski
             tree_steps=sched.meta.get("tree_steps"),
             sub_chunks=sched.meta.get("sub_chunks")).__dict__)
     return {"topology": topology.spec, "nodes": topology.num_nodes, "size_bytes": size_bytes,
-            "timing": params.preset or params.link_order,
-            **({"message_size": params.packet_bytes} if params.preset == "authors" else {}),
-            "lower_bound_cycles": math.ceil(bound.cycles),
+            **params.describe(), "lower_bound_cycles": math.ceil(bound.cycles),
             "lower_bound": {"binding": bound.binding, "injection_cycles": bound.injection_cycles,
                             "cut_cycles": bound.cut_cycles, "latency_cycles": bound.latency_cycles,
                             "tight_cycles": bound.tight_cycles, "rsag_cycles": bound.rsag_cycles},

@@ -35,6 +35,7 @@ from statistics import geometric_mean
 from .coarse import ASSUMPTIONS as COARSE_ASSUMPTIONS
 from .coarse import CoarseConfig, compare_system, sweep_asymmetry
 from .compare import compare
+from .timing import LINK_ORDER_WORDS
 from .training import TrainingOptions, cached_topology, train
 from .units import format_size
 from .workloads import MODELS, get_model
@@ -334,6 +335,15 @@ def _share_sentence(data, topology):
             f"below shows the reduction growing as compute per iteration shrinks.")
 
 
+def _timing_words(timing):
+    """How the all-reduces were timed, from ``settings.timing`` (a ``TimingParams`` as a dict)."""
+    if timing["preset"] == "authors":
+        size = timing["packet_bytes"]
+        return (f"timed like the MultiTree authors' simulator "
+                f"({f'{size}-byte messages' if size else 'one packet per chunk'})")
+    return f"links served {LINK_ORDER_WORDS[timing['link_order']]}"
+
+
 def _settings_text(data):
     s = data["settings"]
     acc = s["accelerator"]
@@ -341,7 +351,7 @@ def _settings_text(data):
     return (f"- Network: {', '.join(s['topologies'])}; {s['link_bandwidth_GBps']:g} GB/s per "
             f"link per direction, {s['link_latency_cycles']} cycles of link latency, "
             f"{s['timing']['flit_bytes']}-byte flits at {s['timing']['frequency_ghz']:g} GHz "
-            f"(the MultiTree paper's network).\n"
+            f"(the MultiTree paper's network); {_timing_words(s['timing'])}.\n"
             f"- Node: {acc['vaults']} vaults of {acc['rows']}x{acc['cols']} output-stationary "
             f"systolic arrays at {acc['frequency_ghz']:g} GHz "
             f"({2 * acc['vaults'] * acc['rows'] * acc['cols'] * acc['frequency_ghz'] / 1e3:.1f}"

@@ -146,6 +146,10 @@ __all__ = ["TimingParams", "TimingResult", "LowerBound", "simulate", "lower_boun
 
 #: The link arbitrations ``simulate`` models (``TimingParams.link_order``).
 LINK_ORDERS = ("hardware", "schedule", "fcfs")
+#: How reports name each link order, and the authors' simulator preset.
+LINK_ORDER_WORDS = {"hardware": "as the hardware does", "schedule": "in schedule order",
+                    "fcfs": "first come first served",
+                    "authors": "like the MultiTree authors' simulator"}
 
 
 def _whole(name, v, least):
@@ -295,6 +299,13 @@ class TimingParams:
     send_buffer_bytes: int = 0
     preset: str = ""
     receive_order: bool = False
+
+    def describe(self):
+        """How reports name this timing: ``{"timing": preset or link order}``, plus
+        ``"message_size"`` (bytes; 0: one packet per chunk) for the authors' preset."""
+        if self.preset == "authors":
+            return {"timing": self.preset, "message_size": self.packet_bytes}
+        return {"timing": self.preset or self.link_order}
 
     def __post_init__(self):
         f = self.frequency_ghz

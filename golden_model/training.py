@@ -301,7 +301,7 @@ def train(model, topology, algorithms=None, options=TrainingOptions(), on_skip=N
     dict
         ``{"model", "title", "topology", "nodes", "parameters", "gradient_bytes", "mini_batch",
         "samples_per_vault", "bucket_bytes", "overlap", "forward_ms", "backward_ms",
-        "compute_ms", "buckets": [{"elements", "bytes", "first_layer", "last_layer",
+        "compute_ms", "timing" (and "message_size": ``TimingParams.describe``), "buckets": [{"elements", "bytes", "first_layer", "last_layer",
         "ready_ms"}], "results": [{"algorithm", "iteration_ms", "compute_ms", "exposed_comm_ms",
         "comm_ms", "comm_share", "reduction_vs_ring", "comm_speedup_vs_ring",
         "allreduce": [{"start_ms", "end_ms"}]}], "skipped": [{"algorithm", "reason"}]}``.
@@ -367,7 +367,7 @@ def train(model, topology, algorithms=None, options=TrainingOptions(), on_skip=N
         "gradient_bytes": model.params * element_bytes, "mini_batch": profile.mini_batch,
         "samples_per_vault": profile.samples_per_vault, "bucket_bytes": options.bucket_bytes,
         "overlap": options.overlap, "forward_ms": _ms(fwd), "backward_ms": _ms(bwd),
-        "compute_ms": _ms(compute),
+        "compute_ms": _ms(compute), **options.timing.describe(),
         "buckets": [{"elements": b.elements, "bytes": b.elements * element_bytes,
                      "first_layer": layers[b.layers[0]].name,
                      "last_layer": layers[b.ready_layer].name, "ready_ms": _ms(r)}

@@ -103,8 +103,8 @@ def test_sweep_writes_csv_and_plot(tmp_path, capsys):
     assert main(["sweep", "-t", "torus:2x2", "--sizes", "32KiB:128KiB", "-a", "ring,multitree",
                  "--out", str(tmp_path)]) == 0
     lines = (tmp_path / "sweep.csv").read_text().splitlines()
-    assert lines[0].startswith("size_bytes,algorithm")
-    assert len(lines) == 1 + 3 * 2
+    assert lines[0].startswith("size_bytes,algorithm") and lines[0].endswith(",timing")
+    assert len(lines) == 1 + 3 * 2 and all(line.endswith(",hardware") for line in lines[1:])
     assert (tmp_path / "speedup.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -135,6 +135,10 @@ def test_sweep_writes_csv_and_plot(tmp_path, capsys):
     (["sweep", "-t", "ring:4", "--sizes", "32KiB:64KiB", "--out", "/etc/hostname"], "is a file"),
     (["compare", "-t", "ring:4", "--message-size", "0"], "only with --timing authors"),
     (["compare", "-t", "ring:4", "--timing", "authors", "--message-size", "512"], "512"),
+    (["compare", "-t", "ring:4", "--timing", "authors", "--message-size", "abc"],
+     "'abc' is not 256 or 0"),
+    (["compare", "-t", "ring:4", "--bogus", "1"],
+     "allreduce-rtl compare: error: unrecognized arguments: --bogus 1 (see allreduce-rtl compare"),
 ])
 def test_bad_input(argv, needle, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -217,6 +221,9 @@ def test_compare_timing_authors(capsys, message_size, want):
     assert report["timing"] == "authors"
     assert report["message_size"] == int(message_size or 256)
     assert report["results"][0]["cycles"] == want
+    train = run_json(capsys, "train", "-t", "torus:4x4", "-m", "ncf", "-a", "ring", "--timing",
+                     "authors", *extra, "--json")
+    assert (train["timing"], train["message_size"]) == ("authors", int(message_size or 256))
 
 
 def test_schedule_text_summary_is_readable(capsys):

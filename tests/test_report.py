@@ -123,7 +123,8 @@ def test_markdown_table():
 def test_report_command(tmp_path, capsys):
     out = tmp_path / "rep"
     assert main(["report", "--out", str(out), "--topologies", "torus:4x4,mesh:4x4",
-                 "--models", "ncf", "--sizes", "32KiB:64KiB", "-a", "ring,multitree"]) == 0
+                 "--models", "ncf", "--sizes", "32KiB:64KiB", "-a", "ring,multitree",
+                 "--timing", "fcfs"]) == 0
     captured = capsys.readouterr()
     assert "report.md" in captured.out
     assert "report" in captured.err                     # the progress bar
@@ -135,7 +136,8 @@ def test_report_command(tmp_path, capsys):
     text = (out / "report.md").read_text()
     assert "## torus:4x4: iteration time per workload" in text
     assert f"--out {out} --topologies torus:4x4,mesh:4x4 --models ncf --sizes 32KiB:64KiB " \
-           f"--algorithms ring,multitree" in text
+           f"--algorithms ring,multitree --timing fcfs" in text
+    assert "links served first come first served" in text
     data = json.loads((out / "report.json").read_text())
     ncf = data["training"]["mesh:4x4"]["ncf"]["overlapped"]
     assert [r["algorithm"] for r in ncf["results"]] == ["ring", "multitree"]
