@@ -149,6 +149,8 @@ def cmd_schedule(args):
     sched = build_schedule(args.algorithm, topo, elements, params)
     summary = sched.summary()
     summary.pop("ring_order", None)
+    if "cycles" in summary:     # an algorithm that timed its candidates: say with what
+        summary.update(params.describe())
     if args.out is not None:
         atomic_write(args.out, export(sched, exporter.name))
         summary["out"] = str(args.out)

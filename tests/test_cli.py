@@ -236,3 +236,4 @@ def test_schedule_text_summary_is_readable(capsys):
     assert lines["      elements"] == f"{summary['elements']:,}"
     assert lines["         timed"] == ", ".join(f"{k} {v:,}" for k, v in summary["timed"].items())
     assert "{" not in "".join(lines.values())
+    assert summary["timing"] == "hardware" and lines["        timing"] == "hardware"
