@@ -68,8 +68,6 @@ COMPARE_COLUMNS = [("algorithm", "algorithm", "{}"), ("steps", "steps", "{}"),
                    ("ratio_to_tight_bound", "x with latency", "{:.3f}")]
 
 
-
-
 def _params(args):
     if args.timing == "authors":
         size = args.message_size if args.message_size is not None else MESSAGE_SIZES[0]

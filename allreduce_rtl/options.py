@@ -10,13 +10,13 @@ import argparse
 
 from golden_model.accelerator import MAX_MINI_BATCH
 from golden_model.algorithms import MAX_ELEMENTS
+from golden_model.authors import MESSAGE_SIZES
 from golden_model.elements import ELEMENT_TYPES
 from golden_model.errors import ConfigError
 from golden_model.families import spec_forms
 from golden_model.topology import (DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY,
                                    MAX_LINK_BANDWIDTH, MAX_LINK_LATENCY, MIN_LINK_BANDWIDTH,
                                    parse_topology)
-from golden_model.authors import MESSAGE_SIZES
 from golden_model.timing import LINK_ORDERS
 from golden_model.units import parse_size
 

@@ -510,9 +510,10 @@ def _simulate(schedule, params, staged, one_hop=True):
     bw = [_check_bandwidth(link, topo.link_bandwidth(link)) for link in links]
     in_order = (params.link_order == "schedule"
                 or params.link_order == "hardware" and not needs_router(schedule))
+    sizes = np.diff(schedule.bounds) * params.element_bytes     # bytes per chunk
     if (one_hop and in_order and not staged and params.reduction is None
             and not params.node_lockstep and not params.receive_order):
-        result = _simulate_one_hop(schedule, params, link_id, lat, bw)
+        result = _simulate_one_hop(schedule, params, link_id, lat, bw, sizes)
         if result is not None:
             return result
     route_ids = {}      # id(route) -> tuple of link ids (routes are often shared tuples)
@@ -602,7 +603,7 @@ def _simulate(schedule, params, staged, one_hop=True):
     last_arr = np.cumsum(lens) - 1
     first_hop = (last_arr - lens + 1).tolist()
     last_hop = last_arr.tolist()
-    table, flit_vals, flit_class, bw_class = _hold_table(schedule, params, bw)
+    table, flit_vals, flit_class, bw_class = _hold_table(sizes, params, bw)
     hop_chunk = np.repeat(np.array(chunk_of, dtype=np.int64), lens)
     hop_hold = table[flit_class[hop_chunk], bw_class[np.array(hop_link, dtype=np.int64)]].tolist()
 
@@ -644,11 +645,11 @@ def _simulate(schedule, params, staged, one_hop=True):
     # heap event (``arriving``), so the unit takes arrivals in time order.
     unit = params.reduction
     if unit is not None:
-        add_cycles = unit.add_cycles(np.diff(schedule.bounds) * params.element_bytes).tolist()
+        add_cycles = unit.add_cycles(sizes).tolist()
         arriving = bytearray(total)
         unit_free = {}
     if lockstep:
-        chunk_bytes = (np.diff(schedule.bounds) * params.element_bytes).tolist()
+        chunk_bytes = sizes.tolist()
         buffered = params.send_buffer_bytes
 
     receive_order = params.receive_order
@@ -674,8 +675,7 @@ def _simulate(schedule, params, staged, one_hop=True):
                     settles[j].append(i)
         raw_fin = [-1] * total
         settled = bytearray(total)
-        payload = (-(-np.diff(schedule.bounds) * params.element_bytes
-                     // params.flit_bytes)).tolist()
+        payload = (-(-sizes // params.flit_bytes)).tolist()
 
     def settle(i):
         """Settle the finish of ``i`` and of the transfers that waited for it, where known."""
@@ -798,10 +798,10 @@ def _simulate(schedule, params, staged, one_hop=True):
                         frequency_ghz=params.frequency_ghz, num_nodes=topo.num_nodes)
 
 
-def _hold_table(schedule, params, bw):
-    """(``table``, ``flit_class``, ``bw_class``): the exact hold of every (message size, link
-    bandwidth) class, ``table[flit_class[chunk], bw_class[link]]``, one ceiling per class."""
-    sizes = np.diff(schedule.bounds) * params.element_bytes
+def _hold_table(sizes, params, bw):
+    """(``table``, ``flit_vals``, ``flit_class``, ``bw_class``) for chunks of ``sizes`` bytes:
+    the exact hold of every (message size, link bandwidth) class, ``table[flit_class[chunk],
+    bw_class[link]]``, one ceiling per class (``flit_vals``: each class's flits)."""
     packets = -(-sizes // params.packet_bytes) if params.packet_bytes else 1
     flit_vals, flit_class = np.unique(-(-sizes // params.flit_bytes)
                                       + params.header_flits * np.maximum(packets, 1),
@@ -813,7 +813,7 @@ def _hold_table(schedule, params, bw):
     return table, flit_vals, flit_class, bw_class
 
 
-def _simulate_one_hop(schedule, params, link_id, lat, bw):
+def _simulate_one_hop(schedule, params, link_id, lat, bw, sizes):
     """``simulate`` for a schedule whose every transfer crosses one link, its links serving in
     schedule order (what ``"hardware"`` means there, and ``"schedule"``); None for any other
     schedule, which the event simulation times.
@@ -842,7 +842,7 @@ def _simulate_one_hop(schedule, params, link_id, lat, bw):
     chunk = np.array([t.chunk for step in steps for t in step], dtype=np.int64)
     total = len(link)
     num_chunks = schedule.num_chunks
-    table, _, flit_class, bw_class = _hold_table(schedule, params, bw)
+    table, _, flit_class, bw_class = _hold_table(sizes, params, bw)
     hold = table[flit_class[chunk], bw_class[link]] if total else np.zeros(0, np.int64)
     lat_arr = np.array(lat, dtype=np.int64)
     gap = params.message_gap
