@@ -130,7 +130,7 @@ import gc
 import heapq
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import networkx as nx
@@ -140,7 +140,8 @@ from .errors import ConfigError
 from .lowering import needs_router
 from .schedule import Op
 
-__all__ = ["TimingParams", "TimingResult", "LowerBound", "simulate", "lower_bound",
+__all__ = ["TimingParams", "TimingResult", "LowerBound", "simulate", "in_arrival_order",
+           "lower_bound",
            "hold_cycles", "cycles_to_us", "algbw_GBps", "busbw_GBps"]
 
 
@@ -225,7 +226,8 @@ class TimingParams:
         * ``"hardware"`` (default): as the hardware that runs the schedule does. A schedule whose
           every transfer crosses one link of a direct topology runs on NIs joined by links
           (``golden_model.lowering.needs_router`` is false), whose send engines walk their
-          tables in order: ``"schedule"``. Any other runs on routers, whose round-robin
+          tables in order: ``"schedule"``, with those NIs' ``receive_order``. Any other runs
+          on routers, whose round-robin
           allocators serve packets roughly as they come: ``"fcfs"`` (a message-level
           approximation; its error against the RTL is in docs/hardware.md, "Routed network").
         * ``"schedule"``: each link serves its transfers in schedule order (step, then
@@ -261,11 +263,12 @@ class TimingParams:
     send_buffer_bytes : int
         Payload bytes a sender's buffer holds (default 0; see ``node_lockstep``).
     receive_order : bool
-        The order in which an NI joined by links writes what it receives (default False; the
-        hardware's timing sets it for NIs on links, ``allreduce_rtl.plan.hardware_timing``). A
+        The order in which an NI joined by links writes what it receives (default False; link
+        order ``"hardware"`` implies it wherever the NIs are joined by links and no reduction
+        unit is set, and ``allreduce_rtl.plan.hardware_timing`` sets it for them). A
         transfer then finishes no earlier than the transfer before it on its last link (in
-        schedule order) finished plus its own payload flits, as the receive engine writes one
-        message after the other at one flit per cycle, and no earlier than the contribution
+        schedule order) finished plus its own payload's cycles on that link (head flits left
+        out), as the receive engine writes one message after the other at the link's rate, and no earlier than the contribution
         before it into the same chunk, as the NI's ordering rule writes a chunk's
         contributions flit by flit in the summation order (docs/hardware.md, "Step control").
         Both are bounds the hardware cannot beat, so the model stays a lower bound of the RTL;
@@ -500,6 +503,60 @@ def simulate(schedule, params=TimingParams(), staged=()):
             gc.enable()
 
 
+def _hardware_receive_order(params, staged, direct):
+    """Whether link order ``"hardware"`` brings the receiving NIs' order
+    (``TimingParams.receive_order``): on NIs joined by links (``direct``), without staged
+    transfers or a reduction unit, which no such NI has."""
+    return (params.link_order == "hardware" and direct and not staged
+            and params.reduction is None)
+
+
+def in_arrival_order(schedule, params=TimingParams()):
+    """``schedule`` with each step's transfers in the order they arrive, where the receiving
+    NIs write in schedule order (``TimingParams.receive_order``, explicit or brought by link
+    order ``"hardware"``); else ``schedule`` itself.
+
+    A receiving NI writes one message per link after the other and a chunk's contributions in
+    the summation order, the schedule order of the REDUCE transfers into it; a contribution
+    that comes first in the schedule but arrives later stalls its link's receive until it is
+    in, and the stall spreads down that link. Sorting each step by the finish times of the
+    same timing without that rule (links in schedule order, so the times do not depend on the
+    order within a step) makes the summation order the arrival order within every step.
+    Transfers of one link finish in their schedule order (each holds the link at least one
+    cycle), so every link keeps its order; the sort is stable. Only the order of additions
+    into a chunk changes (float results follow the new schedule, as always), and the time
+    without the rule stays the same. Contributions in different steps keep their order.
+
+    Parameters
+    ----------
+    schedule : AllReduceSchedule
+    params : TimingParams
+        The timing the schedule will run with.
+
+    Returns
+    -------
+    AllReduceSchedule
+        The same algorithm, chunks and steps, each step reordered; ``schedule`` when the
+        receive order does not apply.
+
+    Raises
+    ------
+    ConfigError
+        As ``simulate``.
+    """
+    if not (params.receive_order
+            or _hardware_receive_order(params, (), not needs_router(schedule))):
+        return schedule
+    finish = simulate(schedule, replace(params, link_order="schedule",
+                                        receive_order=False)).finish.tolist()
+    steps, at = [], 0
+    for step in schedule.steps:
+        ends = finish[at:at + len(step)]
+        steps.append([step[j] for j in sorted(range(len(step)), key=ends.__getitem__)])
+        at += len(step)
+    return replace(schedule, steps=steps)
+
+
 def _simulate(schedule, params, staged, one_hop=True):
     """``simulate`` without the collector pause; ``one_hop=False`` forces the event simulation
     where ``_simulate_one_hop`` would answer (tests compare the two)."""
@@ -508,13 +565,16 @@ def _simulate(schedule, params, staged, one_hop=True):
     link_id = {link: i for i, link in enumerate(links)}
     lat = [_check_latency(link, topo.link_latency(link)) for link in links]
     bw = [_check_bandwidth(link, topo.link_bandwidth(link)) for link in links]
-    in_order = (params.link_order == "schedule"
-                or params.link_order == "hardware" and not needs_router(schedule))
+    direct = not needs_router(schedule)
+    in_order = params.link_order == "schedule" or params.link_order == "hardware" and direct
+    receive_order = params.receive_order or _hardware_receive_order(params, staged, direct)
     sizes = np.diff(schedule.bounds) * params.element_bytes     # bytes per chunk
     if (one_hop and in_order and not staged and params.reduction is None
-            and not params.node_lockstep and not params.receive_order):
+            and not params.node_lockstep):
         result = _simulate_one_hop(schedule, params, link_id, lat, bw, sizes)
-        if result is not None:
+        if result is not None and (not receive_order
+                                   or _receive_order_idle(schedule, params, result.finish,
+                                                          link_id, bw, sizes)):
             return result
     route_ids = {}      # id(route) -> tuple of link ids (routes are often shared tuples)
     num_steps = len(schedule.steps)
@@ -652,7 +712,6 @@ def _simulate(schedule, params, staged, one_hop=True):
         chunk_bytes = sizes.tolist()
         buffered = params.send_buffer_bytes
 
-    receive_order = params.receive_order
     if receive_order and (staged or not in_order):
         raise ConfigError("timing: receive_order needs one-hop links in schedule order and no "
                           "staged transfers (it models an NI joined by links)")
@@ -675,7 +734,11 @@ def _simulate(schedule, params, staged, one_hop=True):
                     settles[j].append(i)
         raw_fin = [-1] * total
         settled = bytearray(total)
-        payload = (-(-sizes // params.flit_bytes)).tolist()
+        # Cycles a transfer's payload (no head flits) takes on its last link: what the receive
+        # engine writes after the message before it.
+        ptable, _, pclass, pbw = _hold_table(sizes, replace(params, header_flits=0), bw)
+        payload = ptable[pclass[np.array(chunk_of, dtype=np.int64)],
+                         pbw[np.array(hop_link, dtype=np.int64)[last_arr]]].tolist()
 
     def settle(i):
         """Settle the finish of ``i`` and of the transfers that waited for it, where known."""
@@ -687,8 +750,8 @@ def _simulate(schedule, params, staged, one_hop=True):
                     or (b >= 0 and not settled[b])):
                 continue
             f = raw_fin[j]
-            if a >= 0 and finish[a] + payload[chunk_of[j]] > f:
-                f = finish[a] + payload[chunk_of[j]]
+            if a >= 0 and finish[a] + payload[j] > f:
+                f = finish[a] + payload[j]
             if b >= 0 and finish[b] > f:
                 f = finish[b]
             finish[j] = f
@@ -811,6 +874,33 @@ def _hold_table(sizes, params, bw):
     table = np.array([[math.ceil(int(f) * fb * freq / _exact(w)) for w in bw_vals]
                       for f in flit_vals], dtype=np.int64).reshape(len(flit_vals), len(bw_vals))
     return table, flit_vals, flit_class, bw_class
+
+
+def _receive_order_idle(schedule, params, finish, link_id, bw, sizes):
+    """Whether ``finish`` (a one-hop schedule's finishes without the receive order) already
+    meets both of its rules (``TimingParams.receive_order``): every transfer finishes at least
+    its payload's cycles after the one before it on its link, and no REDUCE before the one
+    before it into the same chunk. Then the rules change nothing: by induction in schedule
+    order every transfer's inputs, link and so finish are the same with them, so ``finish``
+    is the answer with the receive order too, found without the event simulation."""
+    if not len(finish):
+        return True
+    transfers = [t for step in schedule.steps for t in step]
+    link = np.array([link_id[t.route[0]] for t in transfers], dtype=np.int64)
+    chunk = np.array([t.chunk for t in transfers], dtype=np.int64)
+    table, _, pclass, pbw = _hold_table(sizes, replace(params, header_flits=0), bw)
+    payload = table[pclass[chunk], pbw[link]]
+    order = np.argsort(link, kind="stable")
+    lk, fin, pay = link[order], finish[order], payload[order]
+    same = lk[1:] == lk[:-1]
+    if np.any(same & (fin[1:] < fin[:-1] + pay[1:])):
+        return False
+    reduce = np.array([t.op is Op.REDUCE for t in transfers], dtype=bool)
+    key = (np.array([t.dst for t in transfers], dtype=np.int64) * schedule.num_chunks
+           + chunk)[reduce]
+    order = np.argsort(key, kind="stable")
+    k, fin = key[order], finish[reduce][order]
+    return not np.any((k[1:] == k[:-1]) & (fin[1:] < fin[:-1]))
 
 
 def _simulate_one_hop(schedule, params, link_id, lat, bw, sizes):

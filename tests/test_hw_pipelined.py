@@ -14,12 +14,13 @@ the load alone takes over ten minutes), and the RTL cycles must lie between the 
 hardware and ``MODEL_TOLERANCE`` above it.
 
 The optimal-schedules issue asks for 5% on torus:4x4, which these schedules reach (measured,
-Verilator: torus:4x4 on routers 1.015, on links 1.017; mesh:2x3 on links 1.033, on routers
-1.148, the routers' first-come-first-served approximation). On links the model counts the
-order in which a receive engine writes (``TimingParams.receive_order``: the ordering rule, under
-which a receive into a chunk waits, holding its port, for the receive before it in the
-summation order; 1.083 without it) and leaves out the NI's per-message turnaround
-(``plan.NI_MESSAGE_GAP``), so it stays a lower bound.
+Verilator: torus:4x4 on routers 1.015, on links 1.016; mesh:2x3 on links 1.037, on
+routers 1.148, the routers' first-come-first-served approximation). On links the model counts
+the order in which a receive engine writes (``TimingParams.receive_order``: the ordering rule,
+under which a receive into a chunk waits, holding its port, for the receive before it in the
+summation order; multitree-opt sums in arrival order, ``timing.in_arrival_order``, so it
+rarely binds) and leaves out the NI's per-message turnaround (``plan.NI_MESSAGE_GAP``), so it
+stays a lower bound.
 """
 
 import functools
