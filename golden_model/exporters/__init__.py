@@ -28,6 +28,9 @@ class Exporter:
 EXPORTERS = {e.name: e for e in (
     Exporter("json", ".json", "json_schedule",
              "this project's schedule JSON (AllReduceSchedule.to_json: every transfer)"),
+    Exporter("msccl-xml", ".xml", "msccl_xml",
+             "MSCCL-IR XML (msccl-tools' format, read by the MSCCL and RCCL runtimes; "
+             "docs/interchange.md)"),
 )}
 
 

@@ -1,0 +1,287 @@
+"""MSCCL-IR XML: the exporter, the reader and the independent check (docs/interchange.md).
+
+The round trip runs every built-in algorithm's exported file through the check, which executes
+the XML itself, and compares its float32 result with ``golden_model.executor`` on the same
+data bit for bit: the XML's dependencies impose the schedule's summation order. The
+hand-written files below follow the format's description (references.md), not any tool's
+output."""
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from golden_model.algorithms import ALGORITHMS, build_schedule
+from golden_model.errors import ConfigError
+from golden_model.executor import execute
+from golden_model.exporters import export, exporter_for, msccl_xml
+from golden_model.interchange import msccl_check, msccl_read
+from golden_model.interchange.msccl_read import MscclError
+from golden_model.schedule import chunk_bounds
+from golden_model.topology import parse_topology
+
+
+def _roundtrip_cases():
+    for spec in ("ring:5", "torus:4x4", "mesh:3x3", "fattree:2x2", "bigraph:2x4"):
+        for name in ALGORITHMS:
+            yield spec, name
+
+
+@pytest.mark.parametrize("spec, name", list(_roundtrip_cases()))
+def test_export_checks_and_sums_like_the_golden_model(spec, name):
+    try:
+        sched = build_schedule(name, parse_topology(spec), 1000)
+    except ConfigError:
+        pytest.skip(f"{name} does not run on {spec}")
+    program = msccl_read.parse(export(sched, "msccl-xml"))
+    result = msccl_check.check(program)
+    assert result.errors == []
+    assert result.summary["checks"] == ["symbolic", "int32", "float32 deterministic"]
+    # The same schedule on the check's data: its chunks of ELEMENTS_PER_CHUNK elements.
+    c, e = program.nchunksperloop, msccl_check.ELEMENTS_PER_CHUNK
+    assert c == sched.num_chunks and program.ngpus == sched.num_nodes
+    same = dataclasses.replace(sched, num_elements=c * e, bounds=chunk_bounds(c * e, c))
+    data = np.stack([x.reshape(-1) for x in result.float32_inputs])
+    want = execute(same, data)
+    got = np.stack([x.reshape(-1) for x in result.float32])
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_export_structure_ring():
+    """ring:3: per rank one send block (to the next rank) and one receive block; every
+    transfer a step on each side; the all-gather's copies are ``r``, the reductions ``rrc``."""
+    sched = build_schedule("ring", parse_topology("ring:3"), 6)
+    p = msccl_read.parse(msccl_xml.export(sched))
+    assert (p.ngpus, p.nchunksperloop, p.coll, p.inplace, p.proto) == (3, 3, "allreduce", True,
+                                                                       "Simple")
+    assert (p.outofplace, p.min_bytes, p.max_bytes) == (False, 0, msccl_xml.MAX_BYTES)
+    for g in p.gpus:
+        assert [(tb.send, tb.recv) for tb in g.tbs] == [((g.id + 1) % 3, -1),
+                                                         (-1, (g.id - 1) % 3)]
+        send, recv = g.tbs
+        assert [s.type for s in send.steps] == ["s"] * 4
+        assert [s.type for s in recv.steps] == ["rrc", "rrc", "r", "r"]
+    assert p.num_steps == 2 * sched.num_transfers       # no nop needed on a ring
+
+
+def test_extra_dependencies_become_nops_before_the_step():
+    """multitree on torus:4x4: a parent's send waits for several children's receives; the
+    first dependency stays on the step, the others are nop steps just before it."""
+    sched = build_schedule("multitree", parse_topology("torus:4x4"), 1000)
+    p = msccl_read.parse(msccl_xml.export(sched))
+    nops = 0
+    for g in p.gpus:
+        for tb in g.tbs:
+            for i, st in enumerate(tb.steps):
+                if st.type == "nop":
+                    nops += 1
+                    assert st.depid >= 0 and st.cnt == 0
+                    nxt = next(s for s in tb.steps[i:] if s.type != "nop")
+                    assert nxt.depid >= 0      # MSCCL's rule for a chain of nops
+    assert nops > 0 and p.num_steps == 2 * sched.num_transfers + nops
+
+
+# --- hand-written files ------------------------------------------------------------------------
+
+#: Two ranks, two chunks: each sends the chunk the other owns, reduces the one it owns, and
+#: sends it back (reduce-scatter then all-gather).
+TWO = """<algo name="two" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2"
+ coll="allreduce" inplace="1" outofplace="0" minBytes="0" maxBytes="1048576">
+ <gpu id="0" i_chunks="2" o_chunks="2" s_chunks="0">
+  <tb id="0" send="1" recv="-1" chan="0">
+   <step s="0" type="s" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>
+   <step s="1" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="1" deps="0" hasdep="0"/>
+  </tb>
+  <tb id="1" send="-1" recv="1" chan="0">
+   <step s="0" type="rrc" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="1"/>
+   <step s="1" type="r" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>
+  </tb>
+ </gpu>
+ <gpu id="1" i_chunks="2" o_chunks="2" s_chunks="0">
+  <tb id="0" send="0" recv="-1" chan="0">
+   <step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
+   <step s="1" type="s" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="1" deps="0" hasdep="0"/>
+  </tb>
+  <tb id="1" send="-1" recv="0" chan="0">
+   <step s="0" type="rrc" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="1"/>
+   <step s="1" type="r" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
+  </tb>
+ </gpu>
+</algo>
+"""
+
+#: Three ranks, one chunk: ranks 1 and 2 send to rank 0, which adds both (in two blocks) and
+#: sends the sum back; {CHAIN} is the dependency of the second addition on the first.
+STAR = """<algo name="star" proto="Simple" nchannels="1" nchunksperloop="1" ngpus="3"
+ coll="allreduce" inplace="1" outofplace="0" minBytes="0" maxBytes="1048576">
+ <gpu id="0" i_chunks="1" o_chunks="1" s_chunks="0">
+  <tb id="0" send="-1" recv="1" chan="0">
+   <step s="0" type="rrc" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="1"/>
+  </tb>
+  <tb id="1" send="-1" recv="2" chan="0">
+   <step s="0" type="rrc" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" {CHAIN} hasdep="1"/>
+  </tb>
+  <tb id="2" send="1" recv="-1" chan="0">
+   <step s="0" type="nop" srcbuf="i" srcoff="-1" dstbuf="o" dstoff="-1" cnt="0" depid="0" deps="0" hasdep="0"/>
+   <step s="1" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="1" deps="0" hasdep="0"/>
+  </tb>
+  <tb id="3" send="2" recv="-1" chan="0">
+   <step s="0" type="nop" srcbuf="i" srcoff="-1" dstbuf="o" dstoff="-1" cnt="0" depid="0" deps="0" hasdep="0"/>
+   <step s="1" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="1" deps="0" hasdep="0"/>
+  </tb>
+ </gpu>
+ <gpu id="1" i_chunks="1" o_chunks="1" s_chunks="0">
+  <tb id="0" send="0" recv="-1" chan="0">
+   <step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
+  </tb>
+  <tb id="1" send="-1" recv="0" chan="0">
+   <step s="0" type="r" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="0" deps="0" hasdep="0"/>
+  </tb>
+ </gpu>
+ <gpu id="2" i_chunks="1" o_chunks="1" s_chunks="0">
+  <tb id="0" send="0" recv="-1" chan="0">
+   <step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="1"/>
+  </tb>
+  <tb id="1" send="-1" recv="0" chan="0">
+   <step s="0" type="r" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="0" deps="0" hasdep="0"/>
+  </tb>
+ </gpu>
+</algo>
+"""
+CHAINED = 'depid="0" deps="0"'
+UNCHAINED = 'depid="-1" deps="-1"'
+
+
+def _star(chain):
+    text = STAR.replace("{CHAIN}", chain)
+    # rank 1's and 2's receive waits for their own send (hasdep on it)
+    return text.replace('<tb id="0" send="0" recv="-1" chan="0">\n   <step s="0" type="s" '
+                        'srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" '
+                        'deps="-1" hasdep="0"/>',
+                        '<tb id="0" send="0" recv="-1" chan="0">\n   <step s="0" type="s" '
+                        'srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" '
+                        'deps="-1" hasdep="1"/>')
+
+
+def test_hand_written_two_rank_allreduce_is_correct():
+    result = msccl_check.check(msccl_read.parse(TWO))
+    assert result.ok and result.summary["checks"] == ["symbolic", "int32", "float32 deterministic"]
+    x = result.float32_inputs
+    assert np.array_equal(result.float32[0], x[0] + x[1])    # one addition: any order agrees
+
+
+def test_hand_written_star_sums_in_its_dependency_order():
+    result = msccl_check.check(msccl_read.parse(_star(CHAINED)))
+    assert result.ok, result.errors
+    x = result.float32_inputs
+    want = (x[0] + x[1]) + x[2]                         # float32 throughout, the chain's order
+    for g in range(3):
+        assert np.array_equal(result.float32[g].view(np.uint32), want.view(np.uint32))
+
+
+def test_an_open_summation_order_is_found():
+    result = msccl_check.check(msccl_read.parse(_star(UNCHAINED)))
+    assert result.errors and "depends on the execution order" in result.errors[0]
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('cnt="1" depid="1" deps="0" hasdep="0"/>\n  </tb>\n  <tb id="1" send="-1" recv="1"',
+     'depid="1" deps="0" hasdep="0"/>\n  </tb>\n  <tb id="1" send="-1" recv="1"',
+     "has no cnt attribute"),
+    ('type="rrc" srcbuf="i" srcoff="0"', 'type="rrx" srcbuf="i" srcoff="0"',
+     "type='rrx' is not one of s, r, rcs, rrs, rrc, rrcs, cpy, re, nop"),
+    ('type="rrc" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" '
+     'hasdep="1"', 'type="rrc" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" '
+     'deps="-1" hasdep="0"', "hasdep=0"),
+    ('srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1"',
+     'srcoff="2" dstbuf="i" dstoff="1" cnt="1" depid="-1"', "outside its 2 chunks"),
+    ('<gpu id="1"', '<gpu id="2"', "id must be below ngpus=2"),
+    ('send="1" recv="-1"', 'send="0" recv="-1"', "send=0 must be -1 or another rank"),
+    ('depid="1" deps="0"', 'depid="1" deps="5"', "depends on tb 1 step 5"),
+    ('<algo name="two"', '<algo name="two" bogus', "malformed XML"),
+    ('<step s="1" type="s"', '<step s="3" type="s"', "s=3, expected 1"),
+])
+def test_malformed_files_are_one_line_errors(old, new, message):
+    assert old in TWO
+    with pytest.raises(MscclError, match="^<xml>: ") as info:
+        msccl_read.parse(TWO.replace(old, new, 1))
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_wrong_sums_and_deadlocks_are_found():
+    # rank 0 overwrites its chunk instead of adding: rank 0's own contribution is lost
+    result = msccl_check.check(msccl_read.parse(TWO.replace('type="rrc" srcbuf="i" srcoff="0"',
+                                                            'type="r" srcbuf="i" srcoff="0"', 1)))
+    assert result.errors == ["rank 0 chunk 0: the sum misses rank(s) 0"]
+    # rank 0's first send waits for its own last receive, which needs that send: a cycle
+    cyclic = TWO.replace('srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" '
+                         'hasdep="0"/>', 'srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="1" '
+                         'deps="1" hasdep="0"/>', 1)
+    cyclic = cyclic.replace('type="r" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" '
+                            'depid="-1" deps="-1" hasdep="0"', 'type="r" srcbuf="i" srcoff="1" '
+                            'dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="1"', 1)
+    result = msccl_check.check(msccl_read.parse(cyclic))
+    assert len(result.errors) == 1 and "deadlock" in result.errors[0]
+    assert "gpu 0 tb 0 step 0 (s) waits for tb 1 step 1" in result.errors[0]
+    # a collective other than all-reduce
+    result = msccl_check.check(msccl_read.parse(TWO.replace('coll="allreduce"',
+                                                            'coll="allgather"')))
+    assert result.errors[0].startswith("coll='allgather'")
+
+
+def test_target_limits():
+    """torus:4x4 multitree-opt in 8 sub-chunks has blocks of 74 steps: over RCCL's 64, within
+    MSCCL's 256; a file without outofplace/minBytes/maxBytes is flagged for the runtimes; a
+    step type ASTRA-sim drops is named."""
+    sched = build_schedule("multitree-opt", parse_topology("torus:4x4"), 1 << 18)
+    assert sched.meta["sub_chunks"] == 8
+    p = msccl_read.parse(export(sched, "msccl-xml"))
+    longest = max(len(tb.steps) for g in p.gpus for tb in g.tbs)
+    result = msccl_check.check(p, ("msccl", "rccl", "astra-sim"))
+    assert not result.errors and result.limits["msccl"] == [] and result.limits["astra-sim"] == []
+    assert longest > 64 and f"steps {longest} exceeds 64" in " ".join(result.limits["rccl"])
+    bare = TWO.replace(' outofplace="0" minBytes="0" maxBytes="1048576"', "")
+    lines = msccl_check.check(msccl_read.parse(bare), ("msccl",)).limits["msccl"]
+    assert [x.split(": ")[1] for x in lines] == ["algo"] * 3 and "128 MB" in lines[1]
+    rcs = TWO.replace('type="r" srcbuf="i" srcoff="1"', 'type="rcs" srcbuf="i" srcoff="1"', 1)
+    rcs = rcs.replace('<tb id="1" send="-1" recv="1"', '<tb id="1" send="1" recv="1"', 1)
+    r = msccl_check.check(msccl_read.parse(rcs), ("astra-sim",))
+    assert any("step type rcs is dropped" in x for x in r.limits["astra-sim"])
+    with pytest.raises(MscclError, match="unknown target"):
+        msccl_check.check(p, ("nccl",))
+
+
+def test_xml_suffix_selects_the_exporter():
+    assert exporter_for(path="a/b.XML").name == "msccl-xml"
+
+
+def _cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "allreduce_rtl.cli", *args], cwd=cwd,
+                          capture_output=True, text=True)
+
+
+def test_cli_export_then_check(tmp_path):
+    out = tmp_path / "mt.xml"
+    r = _cli("schedule", "-a", "multitree", "-t", "mesh:2x3", "-s", "64KiB", "-o", str(out),
+             "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["format"] == "msccl-xml"
+    assert summary["check"] == "correct: symbolic, int32, float32 deterministic"
+    r = _cli("check", str(out), "--target", "rccl", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads(r.stdout)
+    assert report["ok"] and report["ranks"] == 6 and report["limits"] == {"rccl": []}
+    bad = tmp_path / "bad.xml"
+    bad.write_text(TWO.replace('cnt="1" depid="1" deps="0" hasdep="0"/>\n  </tb>',
+                               'depid="1" deps="0" hasdep="0"/>\n  </tb>', 1))
+    r = _cli("check", str(bad), cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "has no cnt attribute" in r.stderr
+    wrong = tmp_path / "wrong.xml"
+    wrong.write_text(_star(UNCHAINED))
+    r = _cli("check", str(wrong), cwd=tmp_path)
+    assert r.returncode == 1 and "error: rank" in r.stdout
