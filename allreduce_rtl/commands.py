@@ -29,13 +29,16 @@ def register(sub):
     p.add_argument("--algorithms", "-a", type=options.text, default=None,
                    help="comma-separated list (default: all that can run on the topology)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    options.schedule_file_options(p, "timed besides the algorithms")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("schedule", help="build one algorithm's schedule and write it to a file "
                        f"({', '.join(EXPORTERS)})")
     # The network matters to an algorithm that times its candidates (multitree-opt).
     options.network_options(p, "torus:4x4")
-    p.add_argument("--algorithm", "-a", type=options.text, required=True)
+    p.add_argument("--algorithm", "-a", type=options.text, default=None,
+                   help=f"one of {', '.join(ALGORITHMS)} (or --schedule FILE.xml)")
+    options.schedule_file_options(p, "instead of --algorithm")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--size", "-s", type=options.size, default=None,
                       help="bytes per node (default 1KiB)")
@@ -112,8 +115,9 @@ def _print_compare(report):
 
 def cmd_compare(args):
     from .cli import print_json
+    file = options.schedule_file(args)
     report = compare(options.topology(args), args.size, _algorithms(args), _params(args),
-                     on_skip=None if args.json else _note)
+                     on_skip=None if args.json else _note, also=[file] if file else ())
     if args.json:
         print_json(report)
     else:
@@ -145,7 +149,10 @@ def cmd_schedule(args):
     exporter = exporter_for(args.format, args.out) if args.out is not None else None
     if args.out is not None:
         check_writable_file(args.out)
-    sched = build_schedule(args.algorithm, topo, elements, params)
+    file = options.schedule_file(args)
+    if (file is None) == (args.algorithm is None):
+        raise ConfigError("give one of --algorithm NAME and --schedule FILE.xml")
+    sched = build_schedule(file or args.algorithm, topo, elements, params)
     summary = sched.summary()
     summary.pop("ring_order", None)
     if "cycles" in summary:     # an algorithm that timed its candidates: say with what

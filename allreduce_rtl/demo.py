@@ -110,7 +110,8 @@ def _estimate(plan, sim):
     return total, total / (SIM_SPEED[key] * 16 / n)
 
 
-def plan_demo(topology, elements, sim, waves, hardware_options) -> DemoPlan:
+def plan_demo(topology, elements, sim, waves, hardware_options,
+              algorithms=ALGORITHMS) -> DemoPlan:
     """The vector size and its hardware plan: ``elements`` if given, else the largest ResNet-50
     3x3 layer whose simulation is estimated under :data:`TIME_BUDGET_S` (the estimate uses
     :data:`SIM_SPEED`) and, on routers, whose chunks fit a routed message.
@@ -119,6 +120,8 @@ def plan_demo(topology, elements, sim, waves, hardware_options) -> DemoPlan:
     ----------
     hardware_options : dict
         Keyword arguments of ``plan_hardware`` (``dtype``, ``flow_control``, ``link_latency``).
+    algorithms : sequence
+        The algorithm under test (or an imported ``ScheduleFile``) and the baseline, ring.
 
     Raises
     ------
@@ -126,7 +129,7 @@ def plan_demo(topology, elements, sim, waves, hardware_options) -> DemoPlan:
         If the network cannot be built for the topology or the vector.
     """
     def planned(d, layer, note):
-        hw = plan_hardware(topology, ALGORITHMS, d, **hardware_options)
+        hw = plan_hardware(topology, algorithms, d, **hardware_options)
         cycles, secs = _estimate(hw, sim)
         return DemoPlan(d, layer, note, cycles, secs, hw)
 
@@ -139,7 +142,7 @@ def plan_demo(topology, elements, sim, waves, hardware_options) -> DemoPlan:
                        f"the waveform small")
     # Routes do not depend on the size: a small vector says whether the NIs sit on routers
     # (and raises at once where the network cannot be built at all).
-    routed = plan_hardware(topology, ALGORITHMS, 4 * topology.num_nodes,
+    routed = plan_hardware(topology, algorithms, 4 * topology.num_nodes,
                            **hardware_options).routed
     first = None
     too_long = []       # layers whose chunks exceed a routed message
@@ -221,7 +224,7 @@ _OUTPUT_FILES = {"verilog": "network.v", "report": "report.json", "tb_top": "tb_
 
 def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_latency=150,
              flow_control="message", buffer_copies=1, seed=0, waves=False, out=None,
-             build_root=None, progress=True):
+             build_root=None, progress=True, schedule=None):
     """Plan, build, simulate, verify; returns ``(report dict, exit code)`` (0: every node of
     every algorithm matched the golden model).
 
@@ -238,6 +241,8 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_laten
         ``NIConfig.buffer_copies``.
     build_root : path, optional
         Build cache (``tb.toolchain.build_root``).
+    schedule : golden_model.algorithms.ScheduleFile, optional
+        An imported MSCCL-IR schedule run instead of MultiTree (ring stays the baseline).
 
     Raises
     ------
@@ -248,9 +253,10 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_laten
         If the simulator build fails or a tool is missing (one line; the log is named).
     """
     wall0 = time.perf_counter()
+    algorithms = (schedule, "ring") if schedule is not None else ALGORITHMS
     plan = plan_demo(topology, elements, sim, waves,
                      {"dtype": dtype, "link_latency": link_latency, "flow_control": flow_control,
-                      "buffer_copies": buffer_copies})
+                      "buffer_copies": buffer_copies}, algorithms)
     hw, d = plan.hardware, plan.elements
     config, etype = hw.config, hw.element_type
     out = ensure_folder(out or f"out/demo-{topology.spec.replace(':', '-')}")
@@ -370,7 +376,8 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_laten
         shutil.rmtree(results[0].run_dir, ignore_errors=True)
 
     by = {r["algorithm"]: r for r in rows}
-    speedup = by["multitree"]["speedup_vs_ring"]
+    under_test = str(algorithms[0])
+    speedup = by[under_test]["speedup_vs_ring"]
     worst_model = max((r["rtl_over_model"] for r in rows if r["rtl_over_model"]), default=None)
     report = {
         "topology": topology.spec,
@@ -391,8 +398,10 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_laten
         "timing_params": dataclasses.asdict(hw.timing),
         "lower_bound_cycles": hw.runs[0].lower_bound_cycles,
         "results": rows,
-        "targets": {"multitree_speedup_vs_ring": speedup,
-                    "multitree_speedup_at_least_2.3x": bool(speedup and speedup >= 2.3),
+        # The paper's 2.3x is MultiTree's; an imported schedule has no target (None).
+        "targets": {"under_test": under_test, "speedup_vs_ring": speedup,
+                    "speedup_at_least_2.3x": (bool(speedup and speedup >= 2.3)
+                                              if under_test == "multitree" else None),
                     "worst_rtl_over_model": worst_model,
                     "rtl_within_10pct_of_model": bool(worst_model and worst_model <= 1.10)},
         "verified": ok,
@@ -440,13 +449,14 @@ def format_report(report) -> str:
     if t["worst_rtl_over_model"] is None:       # one node: nothing to send, nothing to model
         lines.append(f"a {r['nodes']}-node network has no transfers: no speed-up or RTL/model "
                      f"ratio to report")
-    elif t["multitree_speedup_vs_ring"]:
+    elif t["speedup_vs_ring"]:
         met = {True: "met", False: "NOT met"}
-        sp = t["multitree_speedup_vs_ring"]
+        sp = t["speedup_vs_ring"]
         how = f"{sp:.2f}x fewer" if sp >= 1 else f"{1 / sp:.2f}x more"
-        lines.append(f"MultiTree takes {how} RTL cycles "
-                     f"than ring (target >= 2.3x: "
-                     f"{met[t['multitree_speedup_at_least_2.3x']]}); RTL within "
+        name = "MultiTree" if t["under_test"] == "multitree" else t["under_test"]
+        target = ("" if t["speedup_at_least_2.3x"] is None else
+                  f" (target >= 2.3x: {met[t['speedup_at_least_2.3x']]})")
+        lines.append(f"{name} takes {how} RTL cycles than ring{target}; RTL within "
                      f"{100 * (t['worst_rtl_over_model'] - 1):.1f}% of the model (target 10%: "
                      f"{met[t['rtl_within_10pct_of_model']]})")
     for row in r["results"]:

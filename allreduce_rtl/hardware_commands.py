@@ -26,6 +26,7 @@ def register(sub):
     p.add_argument("--router", action="store_true",
                    help="put every NI on a router even when the schedule only talks to "
                    "neighbours (default: only when needed)")
+    options.schedule_file_options(p, "instead of --algorithm")
     p.add_argument("--out", "-o", type=options.text, required=True, metavar="DIR",
                    help="output folder (created): network.v and manifest.json")
     p.add_argument("--json", action="store_true", help="print the manifest's summary as JSON")
@@ -47,6 +48,7 @@ def register(sub):
     p.add_argument("--out", "-o", type=options.text, default=None, metavar="DIR",
                    help="output folder (default out/demo-<topology>)")
     options.build_dir_option(p)
+    options.schedule_file_options(p, "run instead of MultiTree (ring stays the baseline)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_demo)
 
@@ -85,7 +87,8 @@ def cmd_generate(args):
     timing model expects."""
     from hdl.generate import to_verilog  # noqa: PLC0415
     from .cli import print_json
-    plan = _plan(args, [args.algorithm], args.elements, router=args.router)
+    plan = _plan(args, [options.schedule_file(args) or args.algorithm], args.elements,
+                 router=args.router)
     run, config, topo = plan.runs[0], plan.config, plan.topology
     try:
         tables = _tables(run, config)
@@ -155,7 +158,8 @@ def cmd_demo(args):
                             link_latency=args.link_latency, flow_control=args.flow_control,
                             buffer_copies=args.buffer_copies,
                             seed=args.seed, waves=args.waves, out=args.out,
-                            build_root=args.build_dir, progress=True)
+                            build_root=args.build_dir, progress=True,
+                            schedule=options.schedule_file(args))
     if args.json:
         print_json(report)
     else:

@@ -9,7 +9,7 @@ Every type turns a bad value into an argparse error naming the value and the ran
 import argparse
 
 from golden_model.accelerator import MAX_MINI_BATCH
-from golden_model.algorithms import MAX_ELEMENTS
+from golden_model.algorithms import MAX_ELEMENTS, ScheduleFile
 from golden_model.authors import MESSAGE_SIZES
 from golden_model.elements import ELEMENT_TYPES
 from golden_model.errors import ConfigError
@@ -22,7 +22,7 @@ from golden_model.units import parse_size
 
 __all__ = ["number_in", "positive_float", "nonnegative_int", "positive_int", "element_count",
            "size", "message_size", "text", "network_options", "hardware_options", "topology",
-           "TOPOLOGY_HELP"]
+           "schedule_file_options", "schedule_file", "TOPOLOGY_HELP"]
 
 TOPOLOGY_HELP = spec_forms()
 #: ``--timing`` values: the link orders of ``TimingParams`` and the authors' simulator preset.
@@ -151,6 +151,40 @@ def hardware_options(p, topology_default="torus:4x4", dtype=True):
                        "nearest even, subnormals kept, canonical NaN, summed in the schedule's "
                        "order), or int32 (wraps around) (default float32; int32 where the NIs "
                        "sit on routers, whose float NIs stage contributions: more buffer)")
+
+
+def schedule_file_options(p, instead):
+    """``--schedule FILE.xml`` (an MSCCL-IR all-reduce, ``docs/interchange.md``) and
+    ``--rank-map``; ``instead`` says what the file replaces or joins."""
+    p.add_argument("--schedule", type=text, default=None, metavar="FILE.xml",
+                   help=f"an MSCCL-IR XML all-reduce (msccl-tools, TACCL, ForestColl or this "
+                   f"toolkit's export), imported onto the topology; {instead}")
+    p.add_argument("--rank-map", type=text, default=None, metavar="NODES",
+                   help="with --schedule: the node of each rank, comma-separated (default: rank "
+                   "r on node r)")
+
+
+def schedule_file(args):
+    """``--schedule`` as a ``golden_model.algorithms.ScheduleFile`` (None without it).
+
+    Raises
+    ------
+    ConfigError
+        If ``--rank-map`` is given without ``--schedule`` or is not a list of whole numbers.
+    """
+    if args.schedule is None:
+        if args.rank_map is not None:
+            raise ConfigError("--rank-map says where --schedule's ranks go, and no --schedule "
+                              "was given")
+        return None
+    nodes = None
+    if args.rank_map is not None:
+        try:
+            nodes = tuple(int(x) for x in args.rank_map.split(","))
+        except ValueError:
+            raise ConfigError(f"--rank-map {args.rank_map!r}: expected node numbers separated "
+                              f"by commas, e.g. 0,2,1,3") from None
+    return ScheduleFile(args.schedule, nodes)
 
 
 def build_dir_option(p):

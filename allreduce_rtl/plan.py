@@ -24,6 +24,7 @@ exactly when no send waits for a credit.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 
 from golden_model.algorithms import build_schedule
@@ -152,7 +153,8 @@ class PlannedRun:
 
     @property
     def name(self) -> str:
-        return f"{self.algorithm}-{self.elements}"
+        """The run's name in builds and reports (an imported file's path made a file name)."""
+        return re.sub(r"[^\w.-]", "_", f"{self.algorithm}-{self.elements}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -244,7 +246,7 @@ def _plan_run(topology, algorithm, elements, config, hw_topology, timing, schedu
     expected = simulate(dataclasses.replace(schedule, topology=hw_topology), timing,
                         lowered.staged).cycles
     lb = lower_bound(hw_topology, schedule.num_elements * config.element_type.bytes, timing)
-    return PlannedRun(algorithm, elements, schedule, lowered, expected, lb.cycles)
+    return PlannedRun(str(algorithm), elements, schedule, lowered, expected, lb.cycles)
 
 
 def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[int] | int, *,

@@ -53,7 +53,8 @@ def bandwidths(size_bytes, cycles, num_nodes, params):
     return seconds * 1e6, algbw, algbw * 2 * (num_nodes - 1) / num_nodes
 
 
-def compare(topology, size_bytes, algorithms=None, params=TimingParams(), on_skip=None):
+def compare(topology, size_bytes, algorithms=None, params=TimingParams(), on_skip=None,
+            also=()):
     """Build and time each algorithm on ``topology`` for a ``size_bytes`` vector per node.
 
     Parameters
@@ -66,6 +67,9 @@ def compare(topology, size_bytes, algorithms=None, params=TimingParams(), on_ski
         run on the topology are skipped (``on_skip(name, reason)`` is told); when given, such an
         algorithm raises.
     params : TimingParams
+    also : sequence
+        Schedules timed besides ``algorithms`` (an MSCCL-IR ``ScheduleFile``; one that cannot
+        run raises); their result's ``algorithm`` is the file's path.
 
     Returns
     -------
@@ -89,14 +93,14 @@ def compare(topology, size_bytes, algorithms=None, params=TimingParams(), on_ski
     """
     num_elements = elements_for(size_bytes, params)
     explicit = algorithms is not None
-    names = list(algorithms) if explicit else list(ALGORITHMS)
+    names = (list(algorithms) if explicit else list(ALGORITHMS)) + list(also)
     bound = lower_bound(topology, size_bytes, params)
     timed, skipped = {}, []
     for name in dict.fromkeys(["ring", *names]):
         try:
             sched = build_schedule(name, topology, num_elements, params)
         except ConfigError as exc:
-            if explicit and name in names:
+            if explicit and name in names or name in also:
                 raise
             skipped.append({"algorithm": name, "reason": str(exc)})
             if on_skip:
@@ -111,7 +115,7 @@ def compare(topology, size_bytes, algorithms=None, params=TimingParams(), on_ski
         sched, cycles = timed[name]
         time_us, algbw, busbw = bandwidths(size_bytes, cycles, topology.num_nodes, params)
         results.append(AlgorithmResult(
-            algorithm=name, steps=len(sched.active_steps), cycles=int(cycles), time_us=time_us,
+            algorithm=str(name), steps=len(sched.active_steps), cycles=int(cycles), time_us=time_us,
             algbw_GBps=algbw, busbw_GBps=busbw,
             speedup_vs_ring=ring_cycles / cycles if cycles else None,
             ratio_to_lower_bound=cycles / bound.cycles if bound.cycles else None,

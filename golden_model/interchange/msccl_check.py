@@ -62,7 +62,7 @@ class _Deadlock(Exception):
     pass
 
 
-def run(program, values, add, order=1):
+def run(program, values, add, order=1, trace=None):
     """Execute ``program`` on ``values`` (per rank, an array of shape ``(i_chunks, W)``).
 
     Parameters
@@ -75,6 +75,8 @@ def run(program, values, add, order=1):
     order : int
         1: blocks tried from the lowest (rank, block) on; -1: from the highest. Each block runs
         as far as it can when its turn comes, so the two orders interleave differently.
+    trace : list, optional
+        Gets ``(rank, block, step)`` of every step as it runs (the importer's execution order).
 
     Returns
     -------
@@ -126,6 +128,8 @@ def run(program, values, add, order=1):
                                          f"receives cnt={st.cnt} but rank {tb.recv} sent "
                                          f"{len(incoming[1])} chunks")
                 _execute(st, bufs[g], defined[g], incoming, add, fifos, (g, tb.send, tb.chan))
+                if trace is not None:
+                    trace.append((g, tb.id, st.s))
                 pc[key] += 1
                 remaining -= 1
                 progress = True
@@ -346,6 +350,9 @@ class Target:
                     if self.step_types is not None and st.type not in self.step_types:
                         add("step type", f"{where}: step type {st.type} is dropped (only "
                                          f"{', '.join(self.step_types)} are kept)")
+        if self.name == "msccl" and program.max_bytes == 0:
+            add("maxBytes", "algo: maxBytes=0: MSCCL runs a file only for sizes n with n < "
+                            "maxBytes, so for none (RCCL reads 0 as no limit)")
         if self.max_bytes_default is not None:
             for attr, value in (("minBytes", program.min_bytes), ("maxBytes", program.max_bytes),
                                 ("outofplace", program.outofplace)):
