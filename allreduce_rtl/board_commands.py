@@ -5,6 +5,7 @@ bitstream, its utilisation and timing), or run the very same design in a simulat
 import json
 
 from golden_model.errors import ConfigError
+from golden_model.provenance import stamp
 
 from . import options
 from .errors import EnvironmentFailure
@@ -92,10 +93,10 @@ def cmd_board(args):
         ok = result["timing_met"]
         failure = (f"timing not met: fmax {result['fmax_mhz']} MHz below the network's clock "
                    f"{result['clock_mhz']:g} MHz (bitstream written, marked as failing timing)")
-    files[out / "report.json"] = json.dumps(report, indent=1) + "\n"
+    files[out / "report.json"] = json.dumps(stamp(report), indent=1) + "\n"
     atomic_write_many(files)
     if args.json:
-        print(json.dumps(report, indent=1))
+        print(json.dumps(stamp(report), indent=1))
     else:
         print(_text(report, out))
     if not ok:

@@ -35,11 +35,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _version():
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version("allreduce-rtl")
-    except PackageNotFoundError:   # running from a checkout that is not installed
-        return "unknown"
+    from golden_model.provenance import tool_version
+    return tool_version()
 
 
 def build_parser():
@@ -85,7 +82,10 @@ def main(argv=None):
 
 
 def print_json(obj):
-    json.dump(obj, sys.stdout, indent=2)
+    """Print a command's JSON object, stamped with its schema and tool versions
+    (``golden_model.provenance.stamp``)."""
+    from golden_model.provenance import stamp
+    json.dump(stamp(obj), sys.stdout, indent=2)
     sys.stdout.write("\n")
 
 

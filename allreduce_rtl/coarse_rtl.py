@@ -22,6 +22,7 @@ from golden_model.coarse import DualSync
 from golden_model.coarse.functional import line_elements
 from golden_model.coarse.routing import model_tensors, routing_table
 from golden_model.errors import ConfigError
+from golden_model.provenance import stamp
 
 from .errors import EnvironmentFailure
 from .output import atomic_write_many, check_writable_file, ensure_folder, format_table
@@ -170,10 +171,10 @@ def cmd_coarse_rtl(args, config, model):
         "dual_sync_m": m, "hardware": full.hardware(), "schemes": rows,
         "verified": all(r.get("verified", True) for r in rows),
     }
-    atomic_write_many({out / "report.json": json.dumps(report, indent=1) + "\n",
+    atomic_write_many({out / "report.json": json.dumps(stamp(report), indent=1) + "\n",
                        out / "coarse_system.v": verilog})
     if args.json:
-        print(json.dumps(report, indent=1))
+        print(json.dumps(stamp(report), indent=1))
     else:
         _print(report, out)
     if not report["verified"]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from tqdm import tqdm
 
 from golden_model.errors import ConfigError
+from golden_model.provenance import stamp
 from golden_model.units import split_list
 
 
@@ -353,7 +354,7 @@ def cmd_cost(args):
               started, 1), "tools": tool_versions(family), "designs": ordered,
               "flow_control": flow_control_comparison(ordered, family)}
     if args.out is not None:
-        atomic_write(args.out, json.dumps(report, indent=2) + "\n")
+        atomic_write(args.out, json.dumps(stamp(report), indent=2) + "\n")
     if args.json:
         print_json(report)
     else:

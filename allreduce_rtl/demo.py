@@ -33,6 +33,7 @@ import numpy as np
 
 from golden_model.accuracy import accuracy
 from golden_model.errors import ConfigError
+from golden_model.provenance import stamp
 from tb.runner import BuildError, HardwareBuild, RunSpec, long_runs_hierarchical
 from tb.scoreboard import check_run
 from tb.toolchain import ToolchainError
@@ -412,7 +413,7 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_laten
         "build_dir": str(build.build_dir),
         "files": files,
     }
-    texts[paths["report"]] = json.dumps(report, indent=2) + "\n"
+    texts[paths["report"]] = json.dumps(stamp(report), indent=2) + "\n"
     atomic_write_many(texts)
     return report, 0 if ok else 1
 

@@ -8,6 +8,7 @@ import json
 import sys
 
 from golden_model.errors import ConfigError
+from golden_model.provenance import stamp
 
 from . import options
 from .output import Spinner, atomic_write_many, check_writable_file, ensure_folder
@@ -129,7 +130,7 @@ def cmd_generate(args):
         "tables": tables,
     }
     atomic_write_many({out / "network.v": verilog,
-                       out / "manifest.json": json.dumps(manifest, indent=1) + "\n"})
+                       out / "manifest.json": json.dumps(stamp(manifest), indent=1) + "\n"})
     brief = {k: manifest[k] for k in ("topology", "nodes", "algorithm", "elements", "dtype")}
     brief.update(routed=plan.routed, steps=summary["steps"], transfers=summary["transfers"],
                  model_cycles=expected, lower_bound_cycles=lb,

@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from golden_model.algorithms import parse_algorithms
 from golden_model.compare import elements_for
+from golden_model.provenance import stamp
 from golden_model.report import STANDARD_TOPOLOGIES, ReportSettings, assemble, plan, \
     render_markdown, run_unit
 from golden_model.training import DEFAULT_BUCKET_BYTES, TrainingOptions, train
@@ -190,7 +191,7 @@ def cmd_report(args):
         files[out / name] = render_speedup(rows, topo)
         images[("sweep", topo)] = name
     command = _report_command(args)
-    files[out / "report.json"] = json.dumps(data, indent=1) + "\n"
+    files[out / "report.json"] = json.dumps(stamp(data), indent=1) + "\n"
     files[out / "report.md"] = render_markdown(data, images, command)
     atomic_write_many(files)
     print(f"wrote {out / 'report.md'}, {out / 'report.json'} and {len(images)} plots "

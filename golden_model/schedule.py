@@ -296,12 +296,72 @@ class AllReduceSchedule:
                 "transfers": self.num_transfers, **self.meta}
 
     def to_json(self):
-        """The whole schedule as JSON-ready data (summary, chunk bounds, steps of transfers)."""
-        return {**self.summary(), "contention_free": self.contention_free,
-                "chunk_bounds": [int(b) for b in self.bounds],
-                "steps": [[{"src": t.src, "dst": t.dst, "chunk": t.chunk, "op": t.op.name,
-                            "flow": t.flow, "route": [[u, v] for u, v in t.route]}
-                           for t in step] for step in self.steps]}
+        """The whole schedule as JSON-ready data: ``schema_version``, ``tool``,
+        ``tool_version`` (``golden_model.provenance``), the summary, chunk bounds and steps of
+        transfers; ``from_json`` reads it back."""
+        from .provenance import stamp  # noqa: PLC0415
+        return stamp({**self.summary(), "contention_free": self.contention_free,
+                      "chunk_bounds": [int(b) for b in self.bounds],
+                      "steps": [[{"src": t.src, "dst": t.dst, "chunk": t.chunk,
+                                  "op": t.op.name, "flow": t.flow,
+                                  "route": [[u, v] for u, v in t.route]}
+                                 for t in step] for step in self.steps]})
+
+    @classmethod
+    def from_json(cls, data, topology=None):
+        """The schedule ``to_json`` wrote (the dict, or its JSON text).
+
+        Parameters
+        ----------
+        data : dict or str
+        topology : Topology, optional
+            The network to put it on (default: its ``topology`` spec with the default link
+            bandwidth and latency); must have the spec's nodes and every route's links.
+
+        Raises
+        ------
+        ConfigError
+            If the data is not JSON, its ``schema_version`` is not this reader's, a key is
+            missing or malformed, the chunk bounds are not the near-equal cut of its elements,
+            or the schedule breaks an invariant (``validate``).
+        """
+        import json  # noqa: PLC0415
+        from .provenance import SCHEMA_VERSION  # noqa: PLC0415
+        from .topology import parse_topology  # noqa: PLC0415
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"schedule JSON: malformed: {exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigError("schedule JSON: expected an object")
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ConfigError(f"schedule JSON: schema_version {version!r}; this reader reads "
+                              f"{SCHEMA_VERSION}")
+        try:
+            topo = topology or parse_topology(data["topology"])
+            chunks, elements = int(data["chunks"]), int(data["elements"])
+            steps = [[Transfer(int(t["src"]), int(t["dst"]), int(t["chunk"]), Op[t["op"]],
+                               tuple((int(u), int(v)) for u, v in t["route"]), int(t["flow"]))
+                      for t in step] for step in data["steps"]]
+            bounds = [int(b) for b in data["chunk_bounds"]]
+            algorithm = str(data["algorithm"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"schedule JSON: missing or malformed {exc}") from None
+        if bounds != chunk_bounds(elements, chunks).tolist():
+            raise ConfigError("schedule JSON: chunk_bounds are not the near-equal cut of "
+                              f"{elements} elements into {chunks} chunks")
+        standard = {"schema_version", "tool", "tool_version", "algorithm", "topology", "nodes",
+                    "elements", "chunks", "steps", "transfers", "contention_free",
+                    "chunk_bounds"}
+        meta = {k: v for k, v in data.items() if k not in standard}
+        try:
+            return cls.build(algorithm, topo, elements, chunks, steps,
+                             contention_free=bool(data.get("contention_free", False)),
+                             meta=meta)
+        except ScheduleError as exc:
+            raise ConfigError(f"schedule JSON: not a valid all-reduce schedule: {exc}") from None
 
 
 def require_nodes(topology, algorithm, predicate, allowed):

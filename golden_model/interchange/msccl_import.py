@@ -34,7 +34,7 @@ from collections import deque
 
 import numpy as np
 
-from ..schedule import AllReduceSchedule, Op, Transfer
+from ..schedule import AllReduceSchedule, Op, ScheduleError, Transfer
 from . import msccl_check
 from .msccl_read import MscclError, read
 
@@ -124,10 +124,14 @@ def to_schedule(program, topology, num_elements, rank_map=None):
         src, dst, chunk, op, _ = units[u]
         a, b = nodes[src], nodes[dst]
         schedule_steps[steps[u]].append(Transfer(a, b, chunk, op, topology.route(a, b)))
-    return AllReduceSchedule.build(f"msccl:{program.name}", topology, num_elements,
-                                   program.nchunksperloop, schedule_steps,
-                                   meta={"source": program.source, "name": program.name,
-                                         "rank_map": nodes})
+    try:
+        return AllReduceSchedule.build(f"msccl:{program.name}", topology, num_elements,
+                                       program.nchunksperloop, schedule_steps,
+                                       meta={"source": program.source, "name": program.name,
+                                             "rank_map": nodes})
+    except ScheduleError as exc:     # a checked file should never get here
+        raise MscclError(f"{program.source}: imported, it is not a valid schedule: "
+                         f"{exc}") from None
 
 
 def _units(program, trace):
