@@ -314,12 +314,10 @@ def hand_ring(n):
 
 @pytest.mark.parametrize("spec, name", list(_roundtrip_cases()))
 def test_import_round_trip(spec, name):
-    """Export then import: the same sums bit for bit; where NIs are joined by links the same
-    cycles (every link keeps its order: a pair's FIFO order). On routers links are first come
-    first served with ties in schedule order, an order across a node's peers that the format
-    does not carry, so there only the results are compared."""
+    """Export then import: the same schedule, step for step and route for route (the exporter's
+    order comments), so the same sums bit for bit and the same cycles, on links and on routers;
+    chunks of unequal sizes (1000 elements in 16 or 48 chunks) included."""
     from golden_model.interchange.msccl_import import to_schedule
-    from golden_model.lowering import needs_router
     from golden_model.timing import simulate
     topo = parse_topology(spec)
     for elements in (1000, 1 << 16):
@@ -328,13 +326,45 @@ def test_import_round_trip(spec, name):
         except ConfigError:
             pytest.skip(f"{name} does not run on {spec}")
         back = to_schedule(msccl_read.parse(export(sched, "msccl-xml")), topo, elements)
+        assert back.meta["steps_from"] == "the file's recorded order"
+        assert [[(t.src, t.dst, t.chunk, t.op, t.route) for t in st] for st in back.steps] == \
+            [[(t.src, t.dst, t.chunk, t.op, t.route) for t in st] for st in sched.steps]
         data = np.random.default_rng(elements).standard_normal(
             (topo.num_nodes, elements)).astype(np.float32)
         assert np.array_equal(execute(back, data).view(np.uint32),
                               execute(sched, data).view(np.uint32))
-        assert back.num_transfers == sched.num_transfers
-        if not needs_router(sched):
-            assert simulate(back).cycles == simulate(sched).cycles
+        assert simulate(back).cycles == simulate(sched).cycles
+
+
+@pytest.mark.parametrize("spec, name", [("torus:4x4", "multitree"), ("mesh:3x3", "ring"),
+                                        ("fattree:2x2", "multitree")])
+def test_import_without_the_order_comments_rebuilds_steps_by_depth(spec, name):
+    """Stripped of its comments (as another tool would write it) a file is rebuilt from its
+    dependency depth: the same sums bit for bit, as many transfers, no more steps; where NIs
+    are joined by links the same cycles (every link keeps the file's FIFO order), while on
+    routers the order of a node's transfers to different peers within a step, which the format
+    does not carry, may change them."""
+    import re
+    from golden_model.interchange.msccl_import import to_schedule
+    from golden_model.lowering import needs_router
+    from golden_model.timing import simulate
+    topo = parse_topology(spec)
+    sched = build_schedule(name, topo, 1 << 16)
+    text = re.sub(r"\s*<!--.*?-->", "", export(sched, "msccl-xml"))
+    assert "<!--" not in text
+    back = to_schedule(msccl_read.parse(text), topo, 1 << 16)
+    assert back.meta["steps_from"] == "dependency depth"
+    assert back.num_transfers == sched.num_transfers and len(back.steps) <= len(sched.steps)
+    data = np.random.default_rng(3).standard_normal((topo.num_nodes, 1 << 16)).astype(np.float32)
+    assert np.array_equal(execute(back, data).view(np.uint32),
+                          execute(sched, data).view(np.uint32))
+    if not needs_router(sched):
+        assert simulate(back).cycles == simulate(sched).cycles
+    # A comment that no longer matches its block's steps (a hand-edited file) is not trusted.
+    edited = re.sub(r"(<!-- allreduce-rtl schedule order: \S+) ", r"\1 0.0 ",
+                    export(sched, "msccl-xml"), count=1)
+    assert to_schedule(msccl_read.parse(edited), topo, 1 << 16).meta["steps_from"] == \
+        "dependency depth"
 
 
 def test_import_a_hand_written_ring_and_map_its_ranks():

@@ -30,6 +30,14 @@ The mapping (docs/interchange.md):
   (msccl-tools does the same; MSCCL refuses a chain of ``nop`` dependencies whose step has
   none). ``hasdep="1"`` marks the steps others wait for.
 
+Order: every ``<tb>`` starts with a comment, ``<!-- allreduce-rtl schedule order: k.i ... -->``,
+giving each of its steps the step ``k`` and position ``i`` of its transfer in the schedule
+(``-`` for a nop; ``k.i~`` when the transfer's route is the reverse of the topology's route back,
+as tree algorithms route reductions through switches). The format has no place for the order of a node's transfers to different
+peers, which the routed NIs' timing depends on; consumers skip comments (MSCCL's parser:
+``src/graph/xml.cc``, ``xmlSkipComment``; Python's ElementTree by default), and this
+project's import (``golden_model.interchange.msccl_import``) restores the schedule from it.
+
 Chunks: MSCCL cuts a buffer into ``nchunksperloop`` equal chunks and runs only sizes it divides;
 the schedule's chunks are near-equal (``schedule.chunk_bounds``: sizes differ by at most one
 element). The file is size-agnostic: on counts that ``nchunksperloop`` divides both agree, and
@@ -41,20 +49,34 @@ from xml.sax.saxutils import quoteattr
 from ..schedule import Op
 from ..units import MAX_SIZE
 
-__all__ = ["export", "PROTO", "MAX_BYTES"]
+__all__ = ["export", "PROTO", "MAX_BYTES", "ORDER_MARK"]
 
 #: The protocol written (MSCCL's three: Simple, LL, LL128; Simple suits any size).
 PROTO = "Simple"
 #: ``maxBytes``: the runtimes run a size n with minBytes <= n < maxBytes.
 MAX_BYTES = MAX_SIZE + 1
+#: Starts the comment in every ``<tb>`` that gives each of its steps' place in this project's
+#: schedule (``step.position``, ``-`` for a nop).
+ORDER_MARK = "allreduce-rtl schedule order:"
 
 
 class _Step:
-    __slots__ = ("kind", "chunk", "deps", "index", "hasdep")
+    __slots__ = ("kind", "chunk", "deps", "index", "hasdep", "where")
 
-    def __init__(self, kind, chunk):
+    def __init__(self, kind, chunk, where=None):
         self.kind, self.chunk, self.deps = kind, chunk, []
-        self.index, self.hasdep = -1, False
+        self.index, self.hasdep, self.where = -1, False, where
+
+
+def _route_mark(topology, t):
+    """``"~"`` when transfer ``t`` takes the reverse of the topology's route from its
+    destination back to its source (``trees.reverse_route``, how tree algorithms route a
+    reduction on switched networks), else ``""`` (the topology's own route, which is what an
+    import takes)."""
+    if len(t.route) == 1 or t.route == tuple(topology.route(t.src, t.dst)):
+        return ""
+    back = tuple((v, u) for u, v in reversed(topology.route(t.dst, t.src)))
+    return "~" if t.route == back else ""
 
 
 def _blocks(schedule):
@@ -72,18 +94,19 @@ def _blocks(schedule):
                  for b, ((send, recv), _) in enumerate(blocks[u])} for u in range(n)]
     last_write = {}     # (node, chunk) -> (block, step) of the latest write
     reads = {}          # (node, chunk) -> {block: step} of the sends since that write
-    for step in schedule.steps:
-        for t in step:      # sends read the chunk as it was when the step began
+    for k, step in enumerate(schedule.steps):
+        for i, t in enumerate(step):    # sends read the chunk as it was when the step began
             b = block_of[t.src][("s", t.dst)]
-            s = _Step("s", t.chunk)
+            s = _Step("s", t.chunk, f"{k}.{i}{_route_mark(schedule.topology, t)}")
             w = last_write.get((t.src, t.chunk))
             if w is not None:
                 s.deps.append(w)
             blocks[t.src][b][1].append(s)
             reads.setdefault((t.src, t.chunk), {})[b] = s      # a block runs in order
-        for t in step:
+        for i, t in enumerate(step):
             b = block_of[t.dst][("r", t.src)]
-            s = _Step("rrc" if t.op is Op.REDUCE else "r", t.chunk)
+            s = _Step("rrc" if t.op is Op.REDUCE else "r", t.chunk,
+                      f"{k}.{i}{_route_mark(schedule.topology, t)}")
             key = (t.dst, t.chunk)
             w = last_write.get(key)
             if w is not None and w[0] != b:
@@ -139,6 +162,8 @@ def export(schedule):
         lines.append(f'  <gpu id="{u}" i_chunks="{chunks}" o_chunks="{chunks}" s_chunks="0">')
         for b, ((send, recv), steps) in enumerate(node_blocks):
             lines.append(f'    <tb id="{b}" send="{send}" recv="{recv}" chan="0">')
+            lines.append(f"      <!-- {ORDER_MARK} {' '.join(st.where or '-' for st in steps)} "
+                         f"-->")
             for st in steps:
                 db, ds = (st.deps[0][0], st.deps[0][1].index) if st.deps else (-1, -1)
                 if st.kind == "nop":     # as msccl-tools writes a step without buffers

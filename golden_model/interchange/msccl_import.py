@@ -26,6 +26,9 @@ write in list order) holds the XML's data flow when, for the run's events:
 
 Each transfer's step is the least that meets these (longest paths over the constraints, the
 dependency depth); within a step transfers are in the order the run completed their receives.
+A file this project exported records each transfer's step and position in comments
+(``exporters.msccl_xml``, "Order"); where they are all there and keep these rules, they are
+used instead, which restores the schedule exactly (``meta["steps_from"]`` says which).
 Routes come from the topology's own route function; ranks map to nodes in order or by
 ``rank_map``.
 """
@@ -118,17 +121,28 @@ def to_schedule(program, topology, num_elements, rank_map=None):
     zeros = [np.zeros((g.i_chunks, 1), dtype=np.int64) for g in program.gpus]
     msccl_check.run(program, zeros, np.add, trace=trace)
     units, edges = _units(program, trace)
-    steps = _levels(program, units, edges)
+    order = _recorded_order(program, units, edges)
+    if order is not None:
+        steps, rank = [o[0] for o in order], order
+        origin = "the file's recorded order"
+    else:
+        steps = _levels(program, units, edges)
+        rank = [(steps[u], units[u][4]) for u in range(len(units))]    # then receive order
+        origin = "dependency depth"
     schedule_steps = [[] for _ in range(max(steps, default=-1) + 1)]
-    for u in sorted(range(len(units)), key=lambda u: units[u][4]):     # receive order
-        src, dst, chunk, op, _ = units[u]
+    for u in sorted(range(len(units)), key=rank.__getitem__):
+        src, dst, chunk, op = units[u][:4]
         a, b = nodes[src], nodes[dst]
-        schedule_steps[steps[u]].append(Transfer(a, b, chunk, op, topology.route(a, b)))
+        if order is not None and order[u][2]:      # the reverse of the route back
+            route = tuple((v, w) for w, v in reversed(topology.route(b, a)))
+        else:
+            route = tuple(topology.route(a, b))
+        schedule_steps[steps[u]].append(Transfer(a, b, chunk, op, route))
     try:
         return AllReduceSchedule.build(f"msccl:{program.name}", topology, num_elements,
                                        program.nchunksperloop, schedule_steps,
                                        meta={"source": program.source, "name": program.name,
-                                             "rank_map": nodes})
+                                             "rank_map": nodes, "steps_from": origin})
     except ScheduleError as exc:     # a checked file should never get here
         raise MscclError(f"{program.source}: imported, it is not a valid schedule: "
                          f"{exc}") from None
@@ -149,7 +163,7 @@ def _units(program, trace):
             ids = []
             for k in range(st.cnt):
                 u = len(units)
-                units.append([g, None, st.srcoff + k, None, None])
+                units.append([g, None, st.srcoff + k, None, None, (g, t, s), None])
                 key = (g, st.srcoff + k)
                 if key in last_write:
                     edges.append((last_write[key], u, 1))
@@ -170,13 +184,54 @@ def _units(program, trace):
                                  f"{srcoff}; our transfers keep the chunk")
             for k, u in enumerate(ids):
                 key = (g, st.dstoff + k)
-                units[u][1:] = [g, st.dstoff + k, Op.REDUCE if st.type == "rrc" else Op.COPY,
-                                time]
+                units[u][1:5] = [g, st.dstoff + k, Op.REDUCE if st.type == "rrc" else Op.COPY,
+                                 time]
+                units[u][6] = (g, t, s)
                 if key in last_write:
                     edges.append((last_write[key], u, 0))
                 edges += [(r, u, 0) for r in reads.pop(key, ()) if r != u]
                 last_write[key] = u
     return units, edges
+
+
+def _recorded_order(program, units, edges):
+    """Each unit's ``(step, position)`` from the order comments this project's exporter writes
+    in every thread block (``exporters.msccl_xml.ORDER_MARK``), or None when a block has none,
+    one does not match its steps, a transfer's two ends disagree, or the order breaks one of
+    the data-flow rules (a hand-edited file): the steps then come from the dependency
+    depth."""
+    from ..exporters.msccl_xml import ORDER_MARK  # noqa: PLC0415
+    marks = {}
+    for g in program.gpus:
+        for tb in g.tbs:
+            text = next((c for c in tb.comments if c.startswith(ORDER_MARK)), None)
+            words = text[len(ORDER_MARK):].split() if text is not None else None
+            if words is None or len(words) != len(tb.steps):
+                return None
+            for st, word in zip(tb.steps, words):
+                if st.type != "nop":
+                    back = word.endswith("~")
+                    try:
+                        k, i = (int(x) for x in word.rstrip("~").split("."))
+                    except ValueError:
+                        return None
+                    if st.cnt != 1:
+                        return None
+                    marks[(g.id, tb.id, st.s)] = (k, i, back)
+    order = []
+    for unit in units:
+        here = marks.get(unit[5])
+        if here is None or here != marks.get(unit[6]):
+            return None
+        order.append(here)
+    if len({o[:2] for o in order}) != len(order):
+        return None
+    for a, b, w in edges:
+        (ka, ia, _), (kb, ib, _) = order[a], order[b]
+        if kb < ka + w or (w == 0 and kb == ka and ib < ia and units[a][1] == units[b][1]
+                           and units[a][2] == units[b][2]):
+            return None
+    return order
 
 
 def _levels(program, units, edges):

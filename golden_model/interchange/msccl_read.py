@@ -63,6 +63,9 @@ class ThreadBlock:
     recv: int
     chan: int
     steps: tuple
+    #: The texts of the comments inside the ``<tb>`` (consumers skip them; this project's
+    #: exporter records its schedule order there).
+    comments: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,8 @@ def parse(text, source="<xml>"):
         naming the element: ``gpu 3 tb 2 step 7``).
     """
     try:
-        root = ET.fromstring(text)
+        root = ET.fromstring(text, parser=ET.XMLParser(
+            target=ET.TreeBuilder(insert_comments=True)))
     except ET.ParseError as exc:
         raise MscclError(f"{source}: malformed XML: {exc}") from None
     if root.tag != "algo":
@@ -172,7 +176,7 @@ def parse(text, source="<xml>"):
                 min_bytes=_int(root, "minBytes", w, source, least=0, optional=True),
                 max_bytes=_int(root, "maxBytes", w, source, least=0, optional=True))
     gpus = {}
-    for gel in root:
+    for gel in _elements(root):
         if gel.tag != "gpu":
             raise MscclError(f"{source}: <algo> holds a <{gel.tag}>, expected <gpu> elements")
         gid = _int(gel, "id", "a <gpu>", source, least=0)
@@ -183,7 +187,7 @@ def parse(text, source="<xml>"):
             raise MscclError(f"{source}: gpu {gid} appears twice")
         sizes = {b: _int(gel, f"{b}_chunks", wg, source, least=0) for b in BUFFERS}
         tbs = {}
-        for tel in gel:
+        for tel in _elements(gel):
             if tel.tag != "tb":
                 raise MscclError(f"{source}: {wg} holds a <{tel.tag}>, expected <tb> elements")
             tid = _int(tel, "id", f"{wg}: a <tb>", source, least=0)
@@ -202,13 +206,15 @@ def parse(text, source="<xml>"):
                 raise MscclError(f"{source}: {wt}: chan={chan} must be below "
                                  f"nchannels={nchannels}")
             steps = []
-            for sel in tel:
+            for sel in _elements(tel):
                 if sel.tag != "step":
                     raise MscclError(f"{source}: {wt} holds a <{sel.tag}>, expected <step> "
                                      f"elements (msccl-tools' old format, which the runtimes "
                                      f"read)")
                 steps.append(_step(sel, wt, len(steps), peers, sizes, source))
-            tbs[tid] = ThreadBlock(tid, peers["send"], peers["recv"], chan, tuple(steps))
+            tbs[tid] = ThreadBlock(tid, peers["send"], peers["recv"], chan, tuple(steps),
+                                   tuple((c.text or "").strip() for c in tel
+                                         if c.tag is ET.Comment))
         if sorted(tbs) != list(range(len(tbs))):
             raise MscclError(f"{source}: {wg}: thread block ids must be 0..{len(tbs) - 1}, not "
                              f"{sorted(tbs)}")
@@ -220,6 +226,11 @@ def parse(text, source="<xml>"):
     program = Program(**head, gpus=tuple(gpus[g] for g in range(ngpus)), source=source)
     _check_dependencies(program)
     return program
+
+
+def _elements(el):
+    """The child elements of ``el``, comments left out."""
+    return [c for c in el if c.tag is not ET.Comment]
 
 
 def _step(sel, wt, index, peers, sizes, source):
