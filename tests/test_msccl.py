@@ -493,3 +493,18 @@ def test_hand_written_halving_doubling_checks_and_imports():
     data = np.random.default_rng(5).integers(-99, 99, size=(4, 23)).astype(np.int32)
     assert np.array_equal(execute(sched, data), np.tile(data.sum(axis=0), (4, 1)))
     assert simulate(sched).cycles > 0
+
+
+def test_unreadable_and_oversized_files(tmp_path):
+    binary = tmp_path / "b.xml"
+    binary.write_bytes(b"<algo \xd0\xff\xfe")
+    with pytest.raises(MscclError, match="not UTF-8 text"):
+        msccl_read.read(binary)
+    with pytest.raises(MscclError, match="Is a directory"):
+        msccl_read.read(tmp_path)
+    with pytest.raises(MscclError, match=r"ngpus=99999999999999999999 must be <= 65,536"):
+        msccl_read.parse(TWO.replace('ngpus="2"', 'ngpus="99999999999999999999"'))
+    with pytest.raises(MscclError, match="gpu 2 is missing"):
+        msccl_read.parse(TWO.replace('ngpus="2"', 'ngpus="65536"'))
+    with pytest.raises(MscclError, match=r"i_chunks=2000000000 must be <= 1,048,576"):
+        msccl_read.parse(TWO.replace('i_chunks="2"', 'i_chunks="2000000000"', 1))

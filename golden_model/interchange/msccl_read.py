@@ -35,6 +35,11 @@ WRITES_LOCAL = frozenset({"r", "rcs", "rrc", "rrcs", "cpy", "re"})
 #: Buffers: input, output, scratch.
 BUFFERS = ("i", "o", "s")
 PROTOS = ("Simple", "LL", "LL128")
+#: Largest values this reader takes (the runtimes read these attributes as C ints; the check
+#: holds every rank's buffers in memory).
+MAX_INT = (1 << 31) - 1
+MAX_RANKS = 1 << 16
+MAX_CHUNKS = 1 << 20
 
 
 class MscclError(ConfigError):
@@ -102,7 +107,7 @@ class Program:
         return sum(len(tb.steps) for g in self.gpus for tb in g.tbs)
 
 
-def _int(el, name, where, source, least=None, optional=False):
+def _int(el, name, where, source, least=None, optional=False, most=MAX_INT):
     text = el.get(name)
     if text is None:
         if optional:
@@ -115,6 +120,8 @@ def _int(el, name, where, source, least=None, optional=False):
         raise MscclError(f"{source}: {where}: {name}={text!r} is not an integer") from None
     if least is not None and value < least:
         raise MscclError(f"{source}: {where}: {name}={value} must be >= {least}")
+    if value > most:
+        raise MscclError(f"{source}: {where}: {name}={value} must be <= {most:,}")
     return value
 
 
@@ -165,16 +172,19 @@ def parse(text, source="<xml>"):
     if root.tag != "algo":
         raise MscclError(f"{source}: the root element is <{root.tag}>, expected <algo>")
     w = "algo"
-    ngpus = _int(root, "ngpus", w, source, least=1)
+    ngpus = _int(root, "ngpus", w, source, least=1, most=MAX_RANKS)
     nchannels = _int(root, "nchannels", w, source, least=1)
     head = dict(name=_str(root, "name", w, source), proto=_str(root, "proto", w, source, PROTOS),
                 nchannels=nchannels,
-                nchunksperloop=_int(root, "nchunksperloop", w, source, least=1),
+                nchunksperloop=_int(root, "nchunksperloop", w, source, least=1,
+                                    most=MAX_CHUNKS),
                 ngpus=ngpus, coll=_str(root, "coll", w, source),
                 inplace=_flag(root, "inplace", w, source),
                 outofplace=_flag(root, "outofplace", w, source, optional=True),
-                min_bytes=_int(root, "minBytes", w, source, least=0, optional=True),
-                max_bytes=_int(root, "maxBytes", w, source, least=0, optional=True))
+                min_bytes=_int(root, "minBytes", w, source, least=0, optional=True,
+                               most=(1 << 63) - 1),
+                max_bytes=_int(root, "maxBytes", w, source, least=0, optional=True,
+                               most=(1 << 63) - 1))
     gpus = {}
     for gel in _elements(root):
         if gel.tag != "gpu":
@@ -185,7 +195,8 @@ def parse(text, source="<xml>"):
             raise MscclError(f"{source}: {wg}: id must be below ngpus={ngpus}")
         if gid in gpus:
             raise MscclError(f"{source}: gpu {gid} appears twice")
-        sizes = {b: _int(gel, f"{b}_chunks", wg, source, least=0) for b in BUFFERS}
+        sizes = {b: _int(gel, f"{b}_chunks", wg, source, least=0, most=MAX_CHUNKS)
+                 for b in BUFFERS}
         tbs = {}
         for tel in _elements(gel):
             if tel.tag != "tb":
@@ -220,9 +231,9 @@ def parse(text, source="<xml>"):
                              f"{sorted(tbs)}")
         gpus[gid] = Gpu(gid, sizes["i"], sizes["o"], sizes["s"],
                         tuple(tbs[t] for t in range(len(tbs))))
-    if sorted(gpus) != list(range(ngpus)):
-        missing = sorted(set(range(ngpus)) - set(gpus))
-        raise MscclError(f"{source}: ngpus={ngpus} but gpu {missing[0]} is missing")
+    if len(gpus) != ngpus:
+        missing = next(g for g in range(ngpus) if g not in gpus)
+        raise MscclError(f"{source}: ngpus={ngpus} but gpu {missing} is missing")
     program = Program(**head, gpus=tuple(gpus[g] for g in range(ngpus)), source=source)
     _check_dependencies(program)
     return program
@@ -294,6 +305,9 @@ def read(path):
     """
     try:
         text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError:
+        raise MscclError(f"cannot read {path}: not UTF-8 text (an XML file is expected)") \
+            from None
+    except OSError as exc:
         raise MscclError(f"cannot read {path}: {exc.strerror or exc}") from None
     return parse(text, str(path))
