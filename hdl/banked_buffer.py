@@ -38,7 +38,7 @@ its sender, K - 1 before its first flit is written at the receiver, and after an
 stream (a credit in credit mode, a sub-message grant in message mode) up to K - 1 more.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
@@ -183,13 +183,21 @@ class BankedBuffer(wiring.Component):
             m.d.comb += self.write_slot[c].eq(count[f"write_slot{c}"])
         # Bank b (every copy) is written by client (b - phase + d) % K; copy g of bank b is
         # read by client g K + (b - phase) % K.
-        wr_req = rotate(m, [Cat(w.en, w.addr[bits:], w.data) for w in self.write], wneg, "wr_req")
-        wa = len(self.write[0].addr) - bits
+        # A client address's bits above the bank select; a buffer of at most K words has none,
+        # and its banks' address is then 0 (one bit: Amaranth has no empty slice).
+        wa = max(len(self.write[0].addr) - bits, 1)
+
+        def in_bank(addr):
+            return addr[bits:] if len(addr) > bits else Const(0, 1)
+
+        wr_req = rotate(m, [Cat(w.en, in_bank(w.addr), w.data) for w in self.write], wneg,
+                        "wr_req")
         prev = Signal(bits)
         m.d.sync += prev.eq(count["phase"])
         for g in range(self.copies):
             clients = self.read[g * k:(g + 1) * k]
-            rd_req = rotate(m, [Cat(r.en, r.addr[bits:]) for r in clients], neg, f"rd_req{g}")
+            rd_req = rotate(m, [Cat(r.en, in_bank(r.addr)) for r in clients], neg,
+                            f"rd_req{g}")
             banks = []
             for b, (rq, wq) in enumerate(zip(rd_req, wr_req)):
                 bank = RAM(shape=self._flit, depth=self.bank_depth, **_BANK_RAM)
