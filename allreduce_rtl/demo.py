@@ -453,11 +453,13 @@ def format_report(report) -> str:
     elif t["speedup_vs_ring"]:
         met = {True: "met", False: "NOT met"}
         sp = t["speedup_vs_ring"]
-        how = f"{sp:.2f}x fewer" if sp >= 1 else f"{1 / sp:.2f}x more"
+        how = ("as many" if sp == 1 else f"{sp:.2f}x fewer" if sp > 1 else
+               f"{1 / sp:.2f}x more")
         name = "MultiTree" if t["under_test"] == "multitree" else t["under_test"]
         target = ("" if t["speedup_at_least_2.3x"] is None else
                   f" (target >= 2.3x: {met[t['speedup_at_least_2.3x']]})")
-        lines.append(f"{name} takes {how} RTL cycles than ring{target}; RTL within "
+        lines.append(f"{name} takes {how} RTL cycles {'as' if sp == 1 else 'than'} "
+                     f"ring{target}; RTL within "
                      f"{100 * (t['worst_rtl_over_model'] - 1):.1f}% of the model (target 10%: "
                      f"{met[t['rtl_within_10pct_of_model']]})")
     for row in r["results"]:

@@ -19,8 +19,8 @@ def register(sub):
     p = sub.add_parser("generate", help="generate the network's Verilog for one schedule, "
                        "with a manifest (parameters, schedule tables, expected cycles)")
     options.hardware_options(p)
-    p.add_argument("--algorithm", "-a", type=options.text, default="multitree",
-                   help="any algorithm (default %(default)s); multi-hop schedules (dbtree, "
+    p.add_argument("--algorithm", "-a", type=options.text, default=None,
+                   help="any algorithm (default multitree); multi-hop schedules (dbtree, "
                    "halving-doubling) and switched topologies get routers")
     p.add_argument("--elements", "-e", type=options.element_count, default=4096,
                    help="elements per node (default %(default)s)")
@@ -94,7 +94,10 @@ def cmd_generate(args):
     from .packaging import file_list, fusesoc_core, port_description  # noqa: PLC0415
     from .verilog_names import prefix_modules  # noqa: PLC0415
     from .cli import print_json
-    plan = _plan(args, [options.schedule_file(args) or args.algorithm], args.elements,
+    file = options.schedule_file(args)
+    if file is not None and args.algorithm is not None:
+        raise ConfigError("give one of --algorithm NAME and --schedule FILE.xml")
+    plan = _plan(args, [file or args.algorithm or "multitree"], args.elements,
                  router=args.router)
     run, config, topo = plan.runs[0], plan.config, plan.topology
     try:

@@ -2,6 +2,8 @@
 description from Amaranth's own component metadata, a file list, and a FuseSoC core file
 (CAPI2, the format FuseSoC's ``Core2Parser`` reads)."""
 
+import json
+
 from golden_model.provenance import stamp, tool_version
 from tb.toolchain import AMARANTH_LINT_WAIVERS
 
@@ -18,6 +20,9 @@ PORT_MEANINGS = {
              "a flit arrived at a full receive FIFO",
     "cycles": "start pulse in cycle s, first cycle with done = 1 in cycle d: d - s",
     "step": "the smallest step among the unfinished engines' current rows",
+    "node_done": "per node, its NI has finished its schedule",
+    "node_error": "per node, its NI's error (as error)",
+    "node_step": "per node, its NI's step (as step)",
     "host_cmd": "per node, a stream of host commands (write or read a buffer or table word)",
     "host_rsp": "per node, a stream of the words host reads return",
 }
@@ -47,10 +52,9 @@ def fusesoc_core(top, files, description):
     version = version if version[:1].isdigit() else "0"
     waivers = ", ".join(f"-Wno-{w}" for w in AMARANTH_LINT_WAIVERS)
     names = "\n".join(f"      - {f}" for f in files)
-    text = description.replace('"', "'")
     return f"""CAPI=2:
 name: allreduce-rtl:generated:{top}:{version}
-description: "{text}"
+description: {json.dumps(description)}
 
 filesets:
   rtl:

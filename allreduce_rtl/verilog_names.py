@@ -8,7 +8,8 @@ from golden_model.errors import ConfigError
 
 __all__ = ["prefix_modules", "module_names"]
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*\Z")
+# Letters, digits and _ only: the prefix also names the FuseSoC core, which takes no $.
+_PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # A module name: an escaped identifier (``\`` up to white space) or a simple one.
 _NAME = r"(\\\S+|[A-Za-z_][A-Za-z0-9_$]*)"
 _DECL = re.compile(rf"^(\s*module\s+){_NAME}", re.M)
@@ -27,12 +28,12 @@ def prefix_modules(verilog, prefix):
     Raises
     ------
     ConfigError
-        If ``prefix`` is not the start of a Verilog identifier (a letter or ``_``, then
-        letters, digits, ``_`` or ``$``).
+        If ``prefix`` is not a letter or ``_`` followed by letters, digits or ``_`` (the start
+        of a Verilog identifier that also suits a FuseSoC core name).
     """
-    if not _IDENT.match(prefix):
+    if not _PREFIX.match(prefix):
         raise ConfigError(f"--prefix {prefix!r}: a module-name prefix is a letter or _ followed "
-                          f"by letters, digits, _ or $")
+                          f"by letters, digits or _")
     names = set(module_names(verilog))
 
     def renamed(name):

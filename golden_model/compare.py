@@ -93,7 +93,8 @@ def compare(topology, size_bytes, algorithms=None, params=TimingParams(), on_ski
     """
     num_elements = elements_for(size_bytes, params)
     explicit = algorithms is not None
-    names = (list(algorithms) if explicit else list(ALGORITHMS)) + list(also)
+    names = (list(algorithms) if explicit else list(ALGORITHMS))
+    names += [a for a in also if str(a) not in map(str, names)]
     bound = lower_bound(topology, size_bytes, params)
     timed, skipped = {}, []
     for name in dict.fromkeys(["ring", *names]):

@@ -498,8 +498,16 @@ def test_hand_written_halving_doubling_checks_and_imports():
 def test_unreadable_and_oversized_files(tmp_path):
     binary = tmp_path / "b.xml"
     binary.write_bytes(b"<algo \xd0\xff\xfe")
-    with pytest.raises(MscclError, match="not UTF-8 text"):
+    with pytest.raises(MscclError, match="malformed XML"):
         msccl_read.read(binary)
+    # Files in another encoding are read as their declaration or byte-order mark says.
+    latin = tmp_path / "latin.xml"
+    latin.write_bytes(('<?xml version="1.0" encoding="latin-1"?>\n'
+                       + TWO.replace('name="two"', 'name="zwei \xfc"')).encode("latin-1"))
+    assert msccl_read.read(latin).name == "zwei \xfc"
+    utf16 = tmp_path / "utf16.xml"
+    utf16.write_text(TWO, encoding="utf-16")
+    assert msccl_check.check(msccl_read.read(utf16)).ok
     with pytest.raises(MscclError, match="Is a directory"):
         msccl_read.read(tmp_path)
     with pytest.raises(MscclError, match=r"ngpus=99999999999999999999 must be <= 65,536"):

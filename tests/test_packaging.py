@@ -36,7 +36,7 @@ def test_prefix_renames_every_module_and_instance():
     out = prefix_modules(v, "p_")
     assert module_names(out) == ["p_network", "p_network_ni", "\\p_network.link_0"]
     assert "  p_network_ni ni0 (" in out and "  \\p_network.link_0 l0 (" in out
-    for bad in ("1x", "a-b", "", "a b"):
+    for bad in ("1x", "a-b", "", "a b", "a$b"):
         with pytest.raises(ConfigError, match="prefix"):
             prefix_modules(v, bad)
 
@@ -84,7 +84,7 @@ def test_port_description_matches_the_verilog(two):
         rng = "" if p["width"] == 1 else rf"\[{p['width'] - 1}:0\] "
         assert re.search(rf"^\s*{want} (wire |reg )?{rng}{re.escape(p['name'])};", verilog,
                          re.M), p
-    assert set(ports["meanings"]) >= {"clk", "rst", "start", "done", "host_cmd"}
+    assert set(ports["meanings"]) == {"clk", "rst"} | set(ports["interface"]["members"])
 
 
 def test_fusesoc_core_parses_and_lints(two):
@@ -105,3 +105,23 @@ def test_fusesoc_core_parses_and_lints(two):
     waivers = [o.removeprefix("-Wno-") for o in options["verilator_options"][1:]]
     assert all(o.startswith("-Wno-") for o in options["verilator_options"][1:])
     lint_verilog(files, core.get_toplevel(flags), waive=waivers)
+
+
+def test_core_description_is_escaped_and_generate_takes_one_schedule(tmp_path):
+    """A schedule path with quotes and backslashes stays a valid core file; --algorithm and
+    --schedule together are refused."""
+    pytest.importorskip("fusesoc")
+    from fusesoc.capi2.core import CoreInterface
+    from fusesoc.capi2.coreparser import Core2Parser
+    from golden_model.algorithms import build_schedule
+    from golden_model.exporters import export
+    from golden_model.topology import parse_topology
+    weird = tmp_path / 'we"ird\\x.xml'
+    weird.write_text(export(build_schedule("ring", parse_topology("ring:4"), 64), "msccl-xml"))
+    out = _generate(tmp_path, "w", "-t", "ring:4", "--schedule", str(weird), "-e", "64",
+                    "--link-latency", "2")
+    core = CoreInterface(Core2Parser(), out / "network.core")
+    assert str(weird) in core.get_description()
+    assert main(["generate", "-t", "ring:4", "-a", "ring", "--schedule", str(weird), "-e",
+                 "64", "--out", str(tmp_path / "both")]) == 2
+    assert not (tmp_path / "both").exists()

@@ -150,7 +150,9 @@ def export(schedule):
     """
     blocks = _blocks(schedule)
     chunks = schedule.num_chunks
-    lines = ["<algo " + _attrs(name=f"{schedule.algorithm} {schedule.topology.spec}",
+    # An imported schedule keeps its file's name (``msccl_import``: meta ``name``).
+    name = schedule.meta.get("name") if schedule.algorithm.startswith("msccl:") else None
+    lines = ["<algo " + _attrs(name=name or f"{schedule.algorithm} {schedule.topology.spec}",
                                proto=PROTO, nchannels=1, nchunksperloop=chunks,
                                ngpus=schedule.num_nodes, coll="allreduce", inplace=1,
                                outofplace=0, minBytes=0, maxBytes=MAX_BYTES) + ">"]

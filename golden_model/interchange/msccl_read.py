@@ -148,8 +148,9 @@ def parse(text, source="<xml>"):
 
     Parameters
     ----------
-    text : str
-        The whole file.
+    text : str or bytes
+        The whole file (bytes: decoded as its XML declaration or byte-order mark says, UTF-8
+        without one).
     source : str
         The file's name, for messages.
 
@@ -167,7 +168,7 @@ def parse(text, source="<xml>"):
     try:
         root = ET.fromstring(text, parser=ET.XMLParser(
             target=ET.TreeBuilder(insert_comments=True)))
-    except ET.ParseError as exc:
+    except (ET.ParseError, LookupError, UnicodeError) as exc:   # LookupError: unknown encoding
         raise MscclError(f"{source}: malformed XML: {exc}") from None
     if root.tag != "algo":
         raise MscclError(f"{source}: the root element is <{root.tag}>, expected <algo>")
@@ -304,10 +305,7 @@ def read(path):
         As ``parse``; also when the file cannot be read (its name and the reason).
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise MscclError(f"cannot read {path}: not UTF-8 text (an XML file is expected)") \
-            from None
+        text = Path(path).read_bytes()      # the XML declaration or a byte-order mark says how
     except OSError as exc:
         raise MscclError(f"cannot read {path}: {exc.strerror or exc}") from None
     return parse(text, str(path))
