@@ -11,7 +11,8 @@ from golden_model.errors import ConfigError
 from golden_model.provenance import stamp
 
 from . import options
-from .output import Spinner, atomic_write_many, check_writable_file, ensure_folder
+from .output import (Spinner, atomic_write_many, check_writable_file, ensure_folder,
+                     removed_if_left_empty)
 
 
 def register(sub):
@@ -89,7 +90,13 @@ def _tables(run, config):
 def cmd_generate(args):
     """Verilog of the network for one schedule, and a manifest: parameters, the schedule summary,
     every node's engine tables (the rows and the words the host writes) and the cycles the
-    timing model expects."""
+    timing model expects; an output folder it created is removed again if it fails before
+    writing into it."""
+    with removed_if_left_empty(args.out):
+        return _generate(args)
+
+
+def _generate(args):
     from hdl.generate import TOP_MODULE, to_verilog  # noqa: PLC0415
     from .packaging import file_list, fusesoc_core, port_description  # noqa: PLC0415
     from .verilog_names import prefix_modules  # noqa: PLC0415

@@ -1,5 +1,6 @@
 """Text tables, whole-or-nothing file writes and a progress line for the command line."""
 
+import contextlib
 import os
 import stat
 import sys
@@ -123,6 +124,20 @@ def ensure_folder(path):
         raise ConfigError(f"cannot create output folder {str(path)!r}: {exc.strerror}") from None
     _probe(path, path)
     return path
+
+
+@contextlib.contextmanager
+def removed_if_left_empty(path):
+    """Around a command that creates output folder ``path``: if the folder did not exist
+    before and an error leaves it empty, remove it (a failed command leaves nothing behind)."""
+    path = Path(path)
+    existed = path.exists()
+    try:
+        yield
+    except BaseException:
+        if not existed and path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+        raise
 
 
 def format_table(rows, columns):

@@ -125,3 +125,11 @@ def test_core_description_is_escaped_and_generate_takes_one_schedule(tmp_path):
     assert main(["generate", "-t", "ring:4", "-a", "ring", "--schedule", str(weird), "-e",
                  "64", "--out", str(tmp_path / "both")]) == 2
     assert not (tmp_path / "both").exists()
+
+
+def test_failed_generate_leaves_no_folder(tmp_path):
+    """A prefix too long for a file name fails after the folder was made; it is removed."""
+    out = tmp_path / "long"
+    assert main(["generate", "-t", "ring:4", "-a", "ring", "-e", "64", "--prefix", "a" * 300,
+                 "--out", str(out)]) == 2
+    assert not out.exists()
