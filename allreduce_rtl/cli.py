@@ -15,14 +15,14 @@ import sys
 
 from golden_model.errors import ConfigError
 
-from . import (board_commands, coarse_commands, commands, cost_commands, hardware_commands,
-               interchange_commands, training_commands)
+from . import (board_commands, coarse_commands, commands, cost_commands, explore_commands,
+               hardware_commands, interchange_commands, training_commands)
 from .errors import EnvironmentFailure
 
 PROG = "allreduce-rtl"
 #: The modules that add subcommands, in the order ``--help`` lists them.
 COMMAND_MODULES = (commands, interchange_commands, hardware_commands, training_commands,
-                   coarse_commands, cost_commands, board_commands)
+                   coarse_commands, cost_commands, board_commands, explore_commands)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,10 +1,9 @@
 """The golden-model subcommands ``compare``, ``schedule`` and ``sweep``: each takes the parsed
 arguments and returns an exit code."""
 
+import functools
 import math
 import sys
-
-from tqdm import tqdm
 
 from golden_model.algorithms import ALGORITHMS, build_schedule, parse_algorithms
 from golden_model.authors import MESSAGE_SIZES, authors_params
@@ -16,6 +15,7 @@ from golden_model.units import format_size, parse_size
 
 from . import options
 from .errors import EnvironmentFailure
+from .explore.engine import map_ordered
 from .output import (atomic_write, atomic_write_many, check_writable_file, counted, ensure_folder,
                      format_table)
 
@@ -60,6 +60,7 @@ def register(sub):
                    help="comma-separated list")
     p.add_argument("--out", "-o", type=options.text, default=None, metavar="DIR",
                    help="output folder (default out/sweep-<topology>)")
+    options.engine_options(p)
     p.set_defaults(func=cmd_sweep)
 
 COMPARE_COLUMNS = [("algorithm", "algorithm", "{}"), ("steps", "steps", "{}"),
@@ -224,12 +225,12 @@ def cmd_sweep(args):
     for name in ("sweep.csv", "speedup.png"):   # refuse a bad target before the sweep runs
         check_writable_file(out / name)
     rows, skipped = [], set()
-    # The first size runs before the progress bar, so that an algorithm that cannot run on the
+    # The first size runs before the others, so that an algorithm that cannot run on the
     # topology is one error line, not a bar and then the error.
     reports = [compare(topo, sizes[0], names, params)]
-    reports += [compare(topo, size, names, params)
-                for size in tqdm(sizes[1:], desc=f"sweep {topo.spec}", unit="size",
-                                 file=sys.stderr, initial=1, total=len(sizes))]
+    reports += map_ordered(functools.partial(compare, topo, algorithms=names, params=params),
+                           sizes[1:], workers=args.workers, scheduler=args.scheduler,
+                           desc=f"sweep {topo.spec}", unit="size")
     timing = params.describe()
     for size, report in zip(sizes, reports):
         skipped.update(s["algorithm"] for s in report["skipped"])

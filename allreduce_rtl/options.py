@@ -22,7 +22,8 @@ from golden_model.units import parse_size
 
 __all__ = ["number_in", "positive_float", "nonnegative_int", "positive_int", "element_count",
            "size", "message_size", "text", "network_options", "hardware_options", "topology",
-           "schedule_file_options", "schedule_file", "TOPOLOGY_HELP"]
+           "schedule_file_options", "schedule_file", "engine_options", "build_dir_option",
+           "TOPOLOGY_HELP"]
 
 TOPOLOGY_HELP = spec_forms()
 #: ``--timing`` values: the link orders of ``TimingParams`` and the authors' simulator preset.
@@ -185,6 +186,16 @@ def schedule_file(args):
             raise ConfigError(f"--rank-map {args.rank_map!r}: expected node numbers separated "
                               f"by commas, e.g. 0,2,1,3") from None
     return ScheduleFile(args.schedule, nodes)
+
+
+def engine_options(p, local_default="run in this process"):
+    """``--workers N`` (a local Dask cluster) and ``--scheduler ADDRESS`` (an existing one),
+    mutually exclusive (``allreduce_rtl.explore.engine``)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--workers", "-j", type=number_in(int, 1, 4096), default=None, metavar="N",
+                   help=f"worker processes of a local Dask cluster (default: {local_default})")
+    g.add_argument("--scheduler", type=text, default=None, metavar="ADDRESS",
+                   help="run on an existing Dask cluster, e.g. tcp://10.0.0.1:8786")
 
 
 def build_dir_option(p):

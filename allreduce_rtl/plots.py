@@ -35,3 +35,47 @@ def render_speedup(rows, topology):
     fig.savefig(buf, format="png", dpi=120)
     plt.close(fig)
     return buf.getvalue()
+
+
+def pareto_front(points):
+    """Indices of the points not dominated in ``(cost, time)`` (both smaller is better; a point
+    is dominated when another is no worse in both and better in one)."""
+    front = []
+    for i, (c, t) in enumerate(points):
+        if not any((c2 <= c and t2 <= t) and (c2 < c or t2 < t) for c2, t2 in points):
+            front.append(i)
+    return front
+
+
+def render_pareto(panels, cost_label, time_label="all-reduce time (us)"):
+    """PNG bytes: all-reduce time against hardware cost, one panel per ``(title, points)`` of
+    ``panels``, where ``points`` are ``(cost, time, label)``; the Pareto front (``pareto_front``)
+    is drawn solid and labelled, the dominated points faded."""
+    n = len(panels)
+    cols = min(n, 2)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 4.2 * rows), squeeze=False)
+    for ax, (title, points) in zip(axes.flat, panels):
+        front = set(pareto_front([(c, t) for c, t, _ in points]))
+        faded = [p for i, p in enumerate(points) if i not in front]
+        best = sorted(p for i, p in enumerate(points) if i in front)
+        if faded:
+            ax.scatter([p[0] for p in faded], [p[1] for p in faded], color="tab:gray",
+                       alpha=0.3, label="dominated")
+        ax.plot([p[0] for p in best], [p[1] for p in best], marker="o", color="tab:blue",
+                label="Pareto front")
+        for c, t, label in best:
+            ax.annotate(label, (c, t), textcoords="offset points", xytext=(4, 4),
+                        fontsize="x-small")
+        ax.set_xlabel(cost_label)
+        ax.set_ylabel(time_label)
+        ax.set_title(title, fontsize="medium")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small")
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    plt.close(fig)
+    return buf.getvalue()

@@ -520,12 +520,18 @@ def synthesise(verilog, top, *, fpga=True, device="hx8k", root=None, timeout=180
         or Yosys takes longer than ``timeout`` (``ToolTimeout``).
     """
     part = fpga_device(device)
-    family = part.family
     start = time.monotonic()
     key = json.dumps({"tools": tool_versions(), "top": top}, sort_keys=True) + verilog
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    from tb.toolchain import build_root  # noqa: PLC0415 - the one build cache
+    from tb.toolchain import build_root, locked  # noqa: PLC0415 - the one build cache
     work = build_root(root) / "cost" / f"{top}-{digest}"
+    # One synthesis of a design at a time per host (parallel cost runs, explore's workers).
+    with locked(work.with_suffix(".lock")):
+        return _synthesise(verilog, top, work, part, fpga, device, timeout, start)
+
+
+def _synthesise(verilog, top, work, part, fpga, device, timeout, start):
+    family = part.family
     work.mkdir(parents=True, exist_ok=True)
     design = work / "design.v"
     if not design.exists() or design.read_text() != verilog:

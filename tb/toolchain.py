@@ -22,6 +22,8 @@ Command line (used by the Makefile)::
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import importlib.metadata
@@ -388,6 +390,20 @@ def build_root(override: os.PathLike | str | None = None) -> pathlib.Path:
                              f"{exc.strerror or exc} (set {BUILD_ROOT_ENV} or --build-dir to a "
                              f"writable folder)") from None
     return root
+
+
+@contextlib.contextmanager
+def locked(path: os.PathLike | str):
+    """Hold an exclusive ``flock`` on ``path`` (created with its folder if missing): one build
+    of a cache entry at a time across the processes of a host (pytest workers, Dask workers)."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def toolchain_key() -> str:
