@@ -87,13 +87,11 @@ def cmd_explore(args):
         todo = queued([p for p in spec.points if p.key not in done])
         where = (f"the Dask cluster at {args.scheduler}" if args.scheduler else
                  f"a local Dask cluster of {counted(args.workers or engine.default_workers(), 'worker')}")
-        if not args.json:
-            skipped = len(spec.points) - len(todo)
-            print(f"{spec.title}: {counted(len(spec.points), 'point')}"
-                  + (f", {skipped:,} already in the store" if skipped else "")
-                  + f", on {where}", file=sys.stderr)
+        skipped = len(spec.points) - len(todo)
+        header = (f"{spec.title}: {counted(len(spec.points), 'point')}"
+                  + (f", {skipped:,} already in the store" if skipped else "") + f", on {where}")
         if todo:
-            _run(store, todo, args, engine, evaluate)
+            _run(store, todo, args, engine, evaluate, header)
         rows = store.rows([p.key for p in spec.points])
     seconds = time.perf_counter() - t0
     command = "allreduce-rtl explore " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["explore"]
@@ -125,21 +123,25 @@ def cmd_explore(args):
     return 1 if failures else 0
 
 
-def _run(store, todo, args, engine, evaluate):
-    """Evaluate ``todo`` on the engine, writing each point to ``store`` as it finishes."""
+def _run(store, todo, args, engine, evaluate, header):
+    """Evaluate ``todo`` on the engine, writing each point to ``store`` as it finishes
+    (``header`` is said once the cluster is there)."""
     from tb.toolchain import build_root  # noqa: PLC0415
     task = functools.partial(evaluate, build_root=str(build_root(args.build_dir)))
     failed, running = 0, 0
-    bar = tqdm(total=len(todo), desc="explore", unit="point", file=sys.stderr,
-               disable=args.json)
 
     def progress(now=None):
         nonlocal running
         running = running if now is None else now
         bar.set_postfix_str(f"failed {failed}, running {running}", refresh=False)
 
+    bar = None
     try:
         with engine.cluster(args.workers, args.scheduler) as client:
+            if not args.json:
+                print(header, file=sys.stderr)
+            bar = tqdm(total=len(todo), desc="explore", unit="point", file=sys.stderr,
+                       disable=args.json)
             for o in engine.outcomes(client, task, todo, on_progress=progress,
                                      priorities=[-i for i in range(len(todo))]):
                 point = todo[o.index]
@@ -151,8 +153,10 @@ def _run(store, todo, args, engine, evaluate):
                 progress()
                 bar.update()
     except KeyboardInterrupt:
-        bar.close()
+        if bar is not None:
+            bar.close()
         print(f"interrupted: {store.count():,} points are in {store.path}; run the same "
               f"command with --resume to continue", file=sys.stderr)
         raise
-    bar.close()
+    if bar is not None:
+        bar.close()
