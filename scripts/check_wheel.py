@@ -2,7 +2,8 @@
 
 Usage: ``python scripts/check_wheel.py PATH/TO/venv/bin/allreduce-rtl`` from an empty folder,
 with ``ALLREDUCE_BUILD_ROOT`` set to a scratch cache. Runs ``--version``, a small hardware demo
-in Verilator, ``generate`` of a routed network and ``cost`` of one small design, each from the
+in Verilator, ``generate`` of a routed network, ``cost`` of one small design and ``explore``
+of the shipped paper sweep, each from the
 current folder, and checks that the packages come from the virtual environment (not a checkout),
 that every command exits 0 and verifies, and that nothing was written into the installed
 packages. Prints one line per check and exits 1 on the first failure.
@@ -69,6 +70,12 @@ def main():
                            "--json"], "cost --design router-mesh-32 --no-ice40"))
     if not cost["designs"][0]["generic"]["cells"] > 0:
         sys.exit("wheel check FAILED: cost reported no cells")
+    explored = json.loads(run([str(exe), "explore", "examples/paper-sweep.toml", "--workers",
+                               "2", "--out", "explore", "--json"],
+                              "explore examples/paper-sweep.toml (the shipped spec)"))
+    if explored["failed"] or explored["ok"] != explored["points"] or \
+            not (here / "explore" / "summary.md").is_file():
+        sys.exit(f"wheel check FAILED: explore: {explored['failures'][:2]}")
     changed = sorted(k for k, v in tree(site).items() if before.get(k) != v)
     if changed:
         sys.exit(f"wheel check FAILED: files written into the installed packages: {changed[:5]}")
