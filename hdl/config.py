@@ -123,6 +123,13 @@ class NIConfig:
         1 or 2: copies of the buffer's banks (``hdl.banked_buffer``). 2 gives the send engines
         and the lanes a copy each: twice the buffer's memory bits, fewer banks and about half
         the multiplexers between the clients and the banks.
+    router_vcs : int
+        With ``routed``: virtual channels per router port (``hdl.router.router.RouterParams``,
+        which checks it when the routed network is built: 1..16, even on a torus for its
+        datelines). Unused without ``routed``.
+    router_vc_buf_depth : int or None
+        With ``routed``: flits per router VC buffer (default None: the depth for full rate,
+        ``hdl.routed_network.router_vc_buf_depth``). Unused without ``routed``.
 
     Attributes
     ----------
@@ -163,6 +170,8 @@ class NIConfig:
     link_latency: int = 4
     routed: bool = False
     buffer_copies: int = 1
+    router_vcs: int = 2
+    router_vc_buf_depth: int | None = None
 
     def __post_init__(self):
         for name, (lo, hi, _) in SIZED_FIELDS.items():

@@ -139,9 +139,11 @@ class RoutedNetwork(Network):
     config : NIConfig
         Must have ``routed=True``; ``link_latency`` is the router links' latency too.
     num_vcs, credit_delay, flow_control
-        The routers' (``hdl.router.router.RouterParams``); a torus needs an even ``num_vcs``.
+        The routers' (``hdl.router.router.RouterParams``); a torus needs an even ``num_vcs``
+        (default ``config.router_vcs``).
     vc_buf_depth : int, optional
-        Default ``router_vc_buf_depth(config.link_latency, credit_delay)`` (full rate).
+        Default ``config.router_vc_buf_depth``, else
+        ``router_vc_buf_depth(config.link_latency, credit_delay)`` (full rate).
 
     Members
     -------
@@ -165,9 +167,11 @@ class RoutedNetwork(Network):
         router parameter is bad (the message names it).
     """
 
-    def __init__(self, topology, config, *, num_vcs=2, vc_buf_depth=None, credit_delay=1,
+    def __init__(self, topology, config, *, num_vcs=None, vc_buf_depth=None, credit_delay=1,
                  flow_control="wormhole"):
-        self._router_args = dict(num_vcs=num_vcs, vc_buf_depth=vc_buf_depth,
+        self._router_args = dict(num_vcs=config.router_vcs if num_vcs is None else num_vcs,
+                                 vc_buf_depth=(config.router_vc_buf_depth if vc_buf_depth is None
+                                               else vc_buf_depth),
                                  credit_delay=credit_delay, flow_control=flow_control)
         super().__init__(topology, config)
 

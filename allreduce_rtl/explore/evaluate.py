@@ -80,9 +80,8 @@ def _plan(group_json):
     g = json.loads(group_json)
     topo = parse_topology(g["topology"], link_latency=g["link_latency"])
     sizes = [elements_of({"size": s, "dtype": g["dtype"]}) for s in g["sizes"]]
-    overrides = {"buffer_copies": g["buffer_copies"]}
-    if g["rx_buffer_depth"] is not None:
-        overrides["rx_buffer_depth"] = g["rx_buffer_depth"]
+    overrides = {k: g[k] for k in ("buffer_copies", "router_vcs", "router_vc_buf_depth",
+                                   "rx_buffer_depth") if g[k] is not None}
     return plan_hardware(topo, g["algorithms"], sizes, dtype=g["dtype"],
                          flow_control=g["flow_control"], link_latency=g["link_latency"],
                          router=g["router"], **overrides)

@@ -78,14 +78,15 @@ class Parameter:
 def _hardware_limits():
     from hdl.adders import ADDERS  # noqa: PLC0415
     from hdl.config import MAX_LINK_STAGES  # noqa: PLC0415
-    return tuple(ADDERS), MAX_LINK_STAGES
+    from hdl.router.router import MAX_VC_BUF_DEPTH, MAX_VCS  # noqa: PLC0415
+    return tuple(ADDERS), MAX_LINK_STAGES, MAX_VCS, MAX_VC_BUF_DEPTH
 
 
 _ALL, _HW = frozenset(EVALUATIONS), frozenset({"rtl", "cost"})
 
 
 def _parameters():
-    dtypes, max_stages = _hardware_limits()
+    dtypes, max_stages, max_vcs, max_vc_depth = _hardware_limits()
     params = [
         Parameter("topology", str, None, _ALL, "a topology spec, e.g. torus:4x4", required=True),
         Parameter("algorithm", str, None, _ALL, "an algorithm name",
@@ -110,6 +111,10 @@ def _parameters():
         Parameter("rx_buffer_depth", int, None, _HW, "flits of each receive FIFO (absent: "
                   "the plan's, deep enough for full rate; it may only grow)", low=1,
                   high=1 << 16),
+        Parameter("router_vcs", int, 2, frozenset({"rtl"}), "virtual channels per router port "
+                  "where the NIs sit on routers (even on a torus)", low=1, high=max_vcs),
+        Parameter("router_vc_buf_depth", int, None, frozenset({"rtl"}), "flits per router VC "
+                  "buffer (absent: deep enough for full rate)", low=2, high=max_vc_depth),
     ]
     return {p.name: p for p in params}
 
@@ -117,7 +122,7 @@ def _parameters():
 PARAMETERS = _parameters()
 #: The parameters that decide the hardware: points equal in these share one plan and build.
 HARDWARE_PARAMETERS = ("topology", "link_latency", "dtype", "flow_control", "buffer_copies",
-                       "router", "rx_buffer_depth")
+                       "router", "rx_buffer_depth", "router_vcs", "router_vc_buf_depth")
 _TOP_KEYS = {"title", "evaluations", "parameters", "rtl", "cost", "exclude"}
 _RTL_OPTIONS = {"simulator": ("verilator", "icarus")}
 _COST_DEFAULT = "generic"
@@ -327,7 +332,10 @@ def _excludes(doc):
             if name not in PARAMETERS:
                 raise ConfigError(f"[[exclude]]: unknown parameter {name!r} (allowed: "
                                   f"{', '.join(PARAMETERS)})")
-            checked[name] = set(_values(name, raw))
+            try:
+                checked[name] = set(_values(name, raw))
+            except ConfigError as exc:
+                raise ConfigError(f"[[exclude]] {exc}") from None
         out.append(checked)
     return out
 

@@ -86,6 +86,11 @@ def _check_int(name, value, lo, hi=None):
         raise ValueError(f"{name} must be {bound}, not {value!r}")
 
 
+#: Virtual channels per port and flits per VC buffer at most (``RouterParams``).
+MAX_VCS = 16
+MAX_VC_BUF_DEPTH = 4096
+
+
 class RouterParams:
     """The router's parameters (BookSim names), checked at construction.
 
@@ -115,8 +120,8 @@ class RouterParams:
     def __init__(self, num_ports, num_vcs=2, vc_buf_depth=8, flit_width=128, credit_delay=1,
                  flow_control="wormhole"):
         _check_int("num_ports", num_ports, 1, 32)
-        _check_int("num_vcs", num_vcs, 1, 16)
-        _check_int("vc_buf_depth", vc_buf_depth, 2, 4096)
+        _check_int("num_vcs", num_vcs, 1, MAX_VCS)
+        _check_int("vc_buf_depth", vc_buf_depth, 2, MAX_VC_BUF_DEPTH)
         _check_int("flit_width", flit_width, ROUTER_HEAD_BITS)
         _check_int("credit_delay", credit_delay, 1, 16)
         if flow_control not in FLOW_CONTROLS:
