@@ -92,10 +92,14 @@ in ns; times ``frequency_ghz`` gives cycles.
   of the endpoints' total outgoing and total incoming link bandwidth. With N nodes of ``d``
   links of ``bw`` each this is the classic ``2(N-1)/N * D / (d * bw)`` (Patarasuk & Yuan 2009;
   the MultiTree paper's bound).
-* Per-node injection (``rsag_cycles``, reported, not a bound in general): the classic figure for
-  the node with the least bandwidth, ``2(N-1)/N * D`` over that node's links: what a ring or any
-  algorithm that sends and receives ``2(N-1)/N * D`` through every node needs, and the bound the
-  TACOS and MultiTree papers state their ratios against. It equals the injection bound when
+* Reduce-scatter plus all-gather (``rsag_cycles``, reported, not a bound on every algorithm):
+  ForestColl's cut bound with bandwidths (``golden_model.cutbound``), the bound of every
+  all-reduce made of a reduce-scatter and an all-gather: ``D/N * (max_S |S ∩ E| / B+(S) +
+  the same on the reversed links)`` over vertex sets S (switches included) holding some but not
+  all endpoints E, found exactly by minimum cuts. On a network of equal links it is the classic
+  figure for the node with the least bandwidth, ``2(N-1)/N * D`` over that node's links (S: every
+  vertex but that node), what a ring needs, and the bound the TACOS and MultiTree papers state
+  their ratios against; on unequal links another cut can bind. It equals the injection bound when
   every node has the same bandwidth (tori, rings, fat-trees, BiGraphs); where nodes differ (a
   mesh's corners) a tree algorithm can beat it, as it reduces at intermediate nodes and a leaf
   then moves only about ``D`` each way (pipelined ``multitree-opt`` on mesh:4x4 does).
@@ -136,6 +140,7 @@ from fractions import Fraction
 import networkx as nx
 import numpy as np
 
+from .cutbound import cut_bound
 from .errors import ConfigError
 from .lowering import needs_router
 from .schedule import Op
@@ -432,7 +437,8 @@ class LowerBound(_Rates):
     cut : str
         Which cut gave ``cut_cycles`` (e.g. ``"cols 0..1 | 2..3"``, ``"node 5"``).
     rsag_cycles : float
-        The per-node injection figure (module docstring; not a bound on every network).
+        The reduce-scatter plus all-gather cut bound (module docstring; not a bound on every
+        algorithm).
     tight_cycles : float
         The bound with latency terms (module docstring), at least ``cycles``.
     frequency_ghz : float
@@ -1099,7 +1105,8 @@ def lower_bound(topology, size_bytes, params=TimingParams()):
                       sum(bw for _, _, bw in g.in_edges(v, data="bandwidth")))
                for v in topology.nodes}
     poorest = min(topology.nodes, key=lambda v: (node_bw[v], v))
-    rsag = 2 * (n - 1) / n * d * freq / node_bw[poorest]
+    all_gather, reduce_scatter = cut_bound(topology)
+    rsag = d / n * float(all_gather.ratio + reduce_scatter.ratio) * freq
     cut_name, cut = f"node {poorest}", d * freq / node_bw[poorest]
     for name, bwv in _cut_bandwidths(topology, topology.natural_cuts()):
         c = d * freq / bwv if bwv > 0 else math.inf

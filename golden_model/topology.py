@@ -119,6 +119,11 @@ class Topology:
         diameter (the family says so; ``golden_model.timing``'s latency bound)."""
         return self._def.node0_is_peripheral
 
+    def cut_sinks(self):
+        """Endpoints that represent every endpoint under the graph's automorphisms when every
+        link has the same bandwidth (``golden_model.cutbound``)."""
+        return self._def.cut_sinks(self)
+
     def natural_cuts(self):
         """``[(name, endpoints of side A)]`` the lower bound evaluates (not single nodes)."""
         n = self.num_nodes

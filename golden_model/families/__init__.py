@@ -74,6 +74,15 @@ class Family(abc.ABC):
 
     #: True when the grid's dimensions wrap around (ring, torus).
     wraps = False
+    #: True when, with equal links, an automorphism of the graph maps any endpoint to any other
+    #: (ring, torus: translations; fat-tree and BiGraph: permutations of switches and ports).
+    endpoints_alike = False
+
+    def cut_sinks(self, topo):
+        """Endpoints that represent every endpoint under the graph's automorphisms (with equal
+        links): the cut bound (``golden_model.cutbound``) searches the cuts that leave out one
+        of these only. Default: endpoint 0 where :attr:`endpoints_alike`, else all."""
+        return [0] if self.endpoints_alike else list(topo.nodes)
     #: True when, with equal link latencies, endpoint 0 is as far from some endpoint as any two
     #: endpoints are (the latency diameter is node 0's eccentricity: one shortest-path search
     #: instead of all pairs). False (the safe default) makes the bound search from every node.

@@ -18,6 +18,7 @@ __all__ = ["BiGraph"]
 class BiGraph(Family):
     name, form, router = "bigraph", "bigraph:MxS", "table"
     node0_is_peripheral = True      # endpoint-symmetric
+    endpoints_alike = True
 
     def num_nodes(self, spec, dims):
         per_switch, s = dims

@@ -27,6 +27,7 @@ def _add_link(g, u, v, bandwidth, latency):
 class FatTree(Family):
     name, form, router = "fattree", "fattree:KxL", "table"
     node0_is_peripheral = True      # endpoint-symmetric
+    endpoints_alike = True
 
     def num_nodes(self, spec, dims):
         k, levels = dims

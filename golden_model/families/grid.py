@@ -116,6 +116,7 @@ class Ring(Grid):
     """``ring:N``: N nodes in a bidirectional ring (a torus of one row). No router network:
     every algorithm on a ring talks to neighbours only or is refused."""
     name, form, arity, wraps = "ring", "ring:N", 1, True
+    endpoints_alike = True          # translations
 
     def grid(self, dims):
         return (1, dims[0])
@@ -128,8 +129,15 @@ class Mesh(Grid):
     """``mesh:RxC``: R rows by C columns."""
     name, form, router = "mesh", "mesh:RxC", "grid"
 
+    def cut_sinks(self, topo):
+        # The reflections across the middle row and column map every node into the top-left
+        # quarter (middle row and column included).
+        rows, cols = topo.grid
+        return [r * cols + c for r in range((rows + 1) // 2) for c in range((cols + 1) // 2)]
+
 
 class Torus(Grid):
     """``torus:RxC``: a mesh with wrap-around links in every dimension longer than 2."""
     name, form, router, wraps = "torus", "torus:RxC", "grid", True
+    endpoints_alike = True          # translations
 
