@@ -49,6 +49,10 @@ def register(sub):
     p.add_argument("--format", "-f", choices=tuple(EXPORTERS), default=None,
                    help="format of --out (default: by its suffix, else json): "
                    + "; ".join(f"{e.name}: {e.description}" for e in EXPORTERS.values()))
+    p.add_argument("--write-topology", type=options.text, default=None, metavar="FILE",
+                   help="also write the topology (every link's bandwidth, latency and count) to "
+                   "FILE.json (networkx node-link) or FILE.graphml, readable by --topology; "
+                   "with it --algorithm may be left out")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_schedule)
 
@@ -151,6 +155,16 @@ def cmd_schedule(args):
     if args.out is not None:
         check_writable_file(args.out)
     file = options.schedule_file(args)
+    if args.write_topology is not None:
+        from golden_model.topology_file import write_topology  # noqa: PLC0415
+        check_writable_file(args.write_topology)
+        topology_text = write_topology(topo, args.write_topology)
+        if file is None and args.algorithm is None:
+            atomic_write(args.write_topology, topology_text)
+            print(f"wrote {args.write_topology} ({counted(topo.num_nodes, 'endpoint')}, "
+                  f"{len(topo.switches):,} switch{'' if len(topo.switches) == 1 else 'es'}, "
+                  f"{counted(topo.graph.number_of_edges(), 'directed link')})")
+            return 0
     if (file is None) == (args.algorithm is None):
         raise ConfigError("give one of --algorithm NAME and --schedule FILE.xml")
     sched = build_schedule(file or args.algorithm, topo, elements, params)
@@ -158,6 +172,10 @@ def cmd_schedule(args):
     summary.pop("ring_order", None)
     if "cycles" in summary:     # an algorithm that timed its candidates: say with what
         summary.update(params.describe())
+    files = {}
+    if args.write_topology is not None:
+        files[args.write_topology] = topology_text
+        summary["topology_file"] = str(args.write_topology)
     if args.out is not None:
         text = export(sched, exporter.name)
         if exporter.name == "msccl-xml":
@@ -165,9 +183,10 @@ def cmd_schedule(args):
                                 if sched.num_transfers <= EXPORT_CHECK_TRANSFERS else
                                 f"skipped above {EXPORT_CHECK_TRANSFERS:,} transfers (run "
                                 f"allreduce-rtl check {args.out})")
-        atomic_write(args.out, text)
+        files[args.out] = text
         summary["out"] = str(args.out)
         summary["format"] = exporter.name
+    atomic_write_many(files)
     if args.json:
         print_json(summary)
     else:

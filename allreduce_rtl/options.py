@@ -14,6 +14,7 @@ from golden_model.authors import MESSAGE_SIZES
 from golden_model.elements import ELEMENT_TYPES
 from golden_model.errors import ConfigError
 from golden_model.families import spec_forms
+from golden_model.topology_file import MACHINES
 from golden_model.topology import (DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY,
                                    MAX_LINK_BANDWIDTH, MAX_LINK_LATENCY, MIN_LINK_BANDWIDTH,
                                    parse_topology)
@@ -25,7 +26,9 @@ __all__ = ["number_in", "positive_float", "nonnegative_int", "positive_int", "el
            "schedule_file_options", "schedule_file", "engine_options", "build_dir_option",
            "TOPOLOGY_HELP"]
 
-TOPOLOGY_HELP = spec_forms()
+TOPOLOGY_HELP = (f"{spec_forms()}, FILE.json or FILE.graphml (a graph with per-link "
+                 f"bandwidth, latency and count: docs/topologies.md), or "
+                 f"{', '.join('machine:' + m for m in MACHINES)}")
 #: ``--timing`` values: the link orders of ``TimingParams`` and the authors' simulator preset.
 TIMINGS = (*LINK_ORDERS, "authors")
 

@@ -72,10 +72,13 @@ class Topology:
     graph: nx.DiGraph
     num_nodes: int
     _routes: dict = field(default_factory=dict, repr=False)
+    #: The family's description when it is not one of ``FAMILIES`` (a graph from a file,
+    #: ``golden_model.families.graph``).
+    definition: object = field(default=None, repr=False)
 
     @property
     def _def(self):
-        return get_family(self.family, self.spec)
+        return self.definition or get_family(self.family, self.spec)
 
     @property
     def nodes(self):
@@ -220,12 +223,14 @@ def parse_topology(spec, link_bandwidth=DEFAULT_LINK_BANDWIDTH, link_latency=DEF
     ----------
     spec : str
         One of the forms of ``golden_model.families.spec_forms()``: ``ring:N``, ``mesh:RxC``,
-        ``torus:RxC``, ``fattree:KxL``, ``bigraph:MxS``.
+        ``torus:RxC``, ``fattree:KxL``, ``bigraph:MxS``; or a file ``FILE.json`` /
+        ``FILE.graphml`` or a shipped ``machine:NAME`` (``golden_model.topology_file``).
     link_bandwidth : float
         GB/s per link per direction, ``MIN_LINK_BANDWIDTH..MAX_LINK_BANDWIDTH`` (default 16, the
-        MultiTree paper's 128-bit flits at 1 GHz).
+        MultiTree paper's 128-bit flits at 1 GHz); for a file, of the links that give none.
     link_latency : int
-        Cycles per link, ``0..MAX_LINK_LATENCY`` (default 150, the paper's board-to-board latency).
+        Cycles per link, ``0..MAX_LINK_LATENCY`` (default 150, the paper's board-to-board
+        latency); for a file, of the links that give none.
 
     Raises
     ------
@@ -236,6 +241,9 @@ def parse_topology(spec, link_bandwidth=DEFAULT_LINK_BANDWIDTH, link_latency=DEF
     """
     bw = check_link_bandwidth(link_bandwidth)
     lat = check_link_latency(link_latency)
+    from .topology_file import is_file_spec, read_topology  # noqa: PLC0415
+    if is_file_spec(spec):
+        return read_topology(spec, bw, lat)
     name, _, sizes = str(spec).strip().lower().partition(":")
     family = get_family(name, spec)
     number = r"\s*([0-9]+)\s*"

@@ -86,10 +86,13 @@ def closed_ring_steps(topology, order, chunk_of=None):
 
 def build(topology, num_elements):
     """Ring all-reduce schedule: 2(N-1) steps, N chunks, every step contention-free on ring,
-    mesh and torus."""
+    mesh and torus (and on any network without switches whose ring order visits neighbours)."""
     order = topology.ring_order()
     rs, ag = closed_ring_steps(topology, order)
+    # Contention-free where every transfer crosses one link: consecutive nodes of the order
+    # are neighbours (the closing hop is left out by line_steps when it is not one link).
+    neighbours = all(len(topology.route(a, b)) == 1 for a, b in zip(order, order[1:]))
     return AllReduceSchedule.build(
         "ring", topology, num_elements, topology.num_nodes, rs + ag,
-        contention_free=topology.is_direct,
+        contention_free=topology.is_direct and neighbours,
         meta={"ring_order": order, "hamiltonian": topology.ring_is_hamiltonian})
