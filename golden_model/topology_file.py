@@ -17,7 +17,7 @@ clock) default to the command's ``--link-bandwidth`` and ``--link-latency``; ``c
 parallel links as one link of ``count`` times the bandwidth (a message may use them all); the
 hardware gives each its own port (the NI's port limit, ``hdl.config``, is checked when the
 hardware is planned). Endpoints are numbered ``0..N-1`` in the order of their ids (numbers by
-value, before other ids), switches ``s0, s1, ...`` likewise; a file this module writes uses
+value, before other ids; digit runs in other ids by value), switches ``s0, s1, ...`` likewise; a file this module writes uses
 those ids, so it reads back to the same graph.
 
 Two machines ship as package data, named ``machine:NAME`` wherever a topology is accepted
@@ -29,6 +29,8 @@ Every error is a ``ConfigError`` naming the file and the bad node, link or attri
 from __future__ import annotations
 
 import json
+import re
+from xml.etree import ElementTree
 from pathlib import Path
 
 import networkx as nx
@@ -82,7 +84,7 @@ def _load(path):
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"topology file {where!r} is not JSON: {exc}") from None
-    except (OSError, nx.NetworkXError, ValueError, KeyError) as exc:   # GraphML's parser
+    except (OSError, nx.NetworkXError, ValueError, KeyError, ElementTree.ParseError) as exc:
         text = str(exc).strip().splitlines()
         raise ConfigError(f"cannot read topology file {where!r}: "
                           f"{text[0] if text else type(exc).__name__}") from None
@@ -121,11 +123,14 @@ def _load(path):
 
 
 def _order(ids):
-    return sorted(ids, key=lambda x: (0, int(x), "") if _numeric(x) else (1, 0, str(x)))
-
-
-def _numeric(x):
-    return isinstance(x, int) or (isinstance(x, str) and x.isdigit())
+    """Ids in natural order: numbers by value first, then text with its digit runs compared
+    as numbers (``s2`` before ``s10``), so the ids this module writes keep their names."""
+    def key(x):
+        if isinstance(x, int) or (isinstance(x, str) and x.isdigit()):
+            return (0, int(x), ())
+        return (1, 0, tuple((0, int(p), "") if p.isdigit() else (1, 0, p)
+                            for p in re.split(r"(\d+)", str(x)) if p))
+    return sorted(ids, key=key)
 
 
 def read_topology(spec, link_bandwidth, link_latency):

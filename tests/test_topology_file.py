@@ -1,0 +1,196 @@
+"""Topologies from files (``golden_model.topology_file``): round trips through node-link JSON
+and GraphML, the shipped machines, validation messages, and every algorithm on random irregular
+networks (hypothesis): schedules validate, int32 sums are exact (numpy), and the timing model
+gives no link more bytes than its bandwidth carries in the time it reports."""
+
+import json
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from allreduce_rtl.cli import main
+from golden_model.algorithms import ALGORITHMS, build_schedule
+from golden_model.errors import ConfigError
+from golden_model.executor import execute
+from golden_model.timing import TimingParams, lower_bound, simulate
+from golden_model.topology import parse_topology
+from golden_model.topology_file import MACHINES, write_topology
+
+
+def _graph(topo):
+    """Nodes with kind, links with per-link bandwidth, latency and count: what a file says."""
+    g = topo.graph
+    return ({v: a.get("kind") for v, a in g.nodes(data=True)},
+            {(u, v): (a["bandwidth"] / a.get("count", 1), a["latency"], a.get("count", 1))
+             for u, v, a in g.edges(data=True)})
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "fattree:4x2", "mesh:2x3", "machine:dgx2",
+                                  "machine:cloud-v100"])
+@pytest.mark.parametrize("suffix", [".json", ".graphml"])
+def test_round_trip(tmp_path, spec, suffix):
+    topo = parse_topology(spec, link_bandwidth=12.5, link_latency=40)
+    path = tmp_path / f"t{suffix}"
+    data = write_topology(topo, path)
+    (path.write_bytes if isinstance(data, bytes) else path.write_text)(data)
+    back = parse_topology(str(path))
+    assert _graph(back) == _graph(topo)
+    assert back.num_nodes == topo.num_nodes
+
+
+def test_schedule_writes_a_topology_that_reads_back(tmp_path, capsys):
+    out = tmp_path / "m.json"
+    assert main(["schedule", "-t", "mesh:3x3", "--link-latency", "7", "--write-topology",
+                 str(out)]) == 0
+    assert "9 endpoints, 0 switches, 24 directed links" in capsys.readouterr().out
+    assert _graph(parse_topology(str(out))) == _graph(parse_topology("mesh:3x3",
+                                                                     link_latency=7))
+
+
+def _write(tmp_path, obj, name="t.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(obj) if not isinstance(obj, str) else obj)
+    return str(path)
+
+
+def test_edges_spelling_undirected_defaults_and_labels(tmp_path):
+    spec = _write(tmp_path, {"directed": False, "nodes": [
+        {"id": "gpu1"}, {"id": "gpu0"}, {"id": "sw", "kind": "switch"}],
+        "edges": [{"source": "gpu0", "target": "sw", "bandwidth": 4},
+                  {"source": "gpu1", "target": "sw", "count": 2}]})
+    topo = parse_topology(spec, link_bandwidth=3.0, link_latency=9)
+    g = topo.graph
+    assert set(g.edges) == {(0, "s0"), (1, "s0"), ("s0", 0), ("s0", 1)}
+    assert g.nodes[0]["label"] == "gpu0" and g.nodes["s0"]["label"] == "sw"
+    assert g.edges["s0", 0]["bandwidth"] == 4.0 and g.edges["s0", 0]["latency"] == 9
+    assert g.edges[1, "s0"]["bandwidth"] == 6.0 and g.edges[1, "s0"]["count"] == 2
+
+
+def _net(links, nodes=None):
+    ids = nodes or sorted({x for link in links for x in link[:2]}, key=str)
+    return {"nodes": [{"id": v, "kind": "switch" if str(v).startswith("s") else "node"}
+                      for v in ids],
+            "links": [dict(source=u, target=v, **a) for u, v, a in links]}
+
+
+BOTH = lambda a, b, **k: [(a, b, k), (b, a, k)]     # noqa: E731
+
+
+@pytest.mark.parametrize("obj, words", [
+    ("{", "is not JSON"),
+    ([1, 2], "expected a node-link object"),
+    ({"nodes": [{"id": 0}], "links": 3}, "expected a 'links' (or 'edges') list"),
+    ({"nodes": [{"name": 0}], "links": []}, "node #0 has no 'id'"),
+    ({"nodes": [{"id": 0}, {"id": 0}], "links": []}, "node 0 is listed twice"),
+    (_net(BOTH(0, 1) + [(0, 2, {})], nodes=[0, 1]), "names node 2, which is not in 'nodes'"),
+    (_net(BOTH(0, 1) + BOTH(0, 1)), "link 0->1 is listed twice"),
+    (_net(BOTH(0, 1) + [(1, 1, {})]), "link 1->1 is a loop"),
+    (_net(BOTH(0, 1, bandwidth=-2)), "link 0->1 bandwidth must be a number of GB/s"),
+    (_net(BOTH(0, 1, latency=1.5)), "link 0->1 latency must be a whole number of cycles"),
+    (_net(BOTH(0, 1, count=0)), "link 0->1 count must be a whole number of parallel links"),
+    (_net(BOTH(0, 1, colour="red")), "unknown attribute 'colour'"),
+    ({"nodes": [{"id": 0, "kind": "gpu"}], "links": []}, "node 0 has kind 'gpu'"),
+    (_net(BOTH("s0", "s1")), "has no endpoint"),
+    (_net(BOTH(0, 1) + BOTH(2, 3)), "cannot reach"),
+    (_net(BOTH(0, 1) + [(1, 2, {})]), "node 2 has no link out"),
+])
+def test_bad_files_name_what_is_wrong(tmp_path, obj, words):
+    with pytest.raises(ConfigError) as exc:
+        parse_topology(_write(tmp_path, obj))
+    assert words in str(exc.value) and "t.json" in str(exc.value)
+
+
+def test_bad_names(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        parse_topology(str(tmp_path / "none.json"))
+    (tmp_path / "dir.json").mkdir()
+    with pytest.raises(ConfigError, match="is a folder"):
+        parse_topology(str(tmp_path / "dir.json"))
+    with pytest.raises(ConfigError, match="expected one of machine:"):
+        parse_topology("machine:dgx3")
+    (tmp_path / "bad.graphml").write_text("<graphml><oops")
+    with pytest.raises(ConfigError, match="cannot read topology file"):
+        parse_topology(str(tmp_path / "bad.graphml"))
+
+
+def test_cli_bad_topology_file_is_one_line(tmp_path, capsys):
+    spec = _write(tmp_path, _net(BOTH(0, 1, bandwidth=0)))
+    assert main(["compare", "-t", spec]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bandwidth must be a number of GB/s" in err[0]
+
+
+def _exact(schedule):
+    """Every node's result equals the numpy sum of the int32 inputs."""
+    rng = np.random.default_rng(7)
+    data = rng.integers(-1000, 1000, (schedule.num_nodes, schedule.num_elements),
+                        dtype=np.int32)
+    out = execute(schedule, data)
+    assert (out == data.sum(axis=0, dtype=np.int32)[None, :]).all()
+
+
+def _respects_bandwidth(schedule, params):
+    """No link carries more bytes than its bandwidth moves in the simulated time."""
+    cycles = simulate(schedule, params).cycles
+    load = {}
+    for _, t in schedule.transfers():
+        size = schedule.chunk_elements(t.chunk) * params.element_bytes
+        for link in t.route:
+            load[link] = load.get(link, 0) + size
+    g = schedule.topology.graph
+    for link, size in load.items():
+        assert size / g.edges[link]["bandwidth"] * params.frequency_ghz <= cycles + 1e-6
+    return cycles
+
+
+@pytest.mark.parametrize("machine", sorted(MACHINES))
+def test_machines_run_every_algorithm_exactly(machine):
+    topo = parse_topology(f"machine:{machine}")
+    params = TimingParams()
+    ran = []
+    for name in ALGORITHMS:
+        try:
+            sched = build_schedule(name, topo, 64 * topo.num_nodes + 3, params)
+        except ConfigError as exc:
+            assert name == "ring2d" and "no rows and columns" in str(exc)
+            continue
+        _exact(sched)
+        cycles = _respects_bandwidth(sched, params)
+        assert cycles >= lower_bound(topo, sched.num_elements * 4).cycles
+        ran.append(name)
+    assert len(ran) == len(ALGORITHMS) - 1
+
+
+@st.composite
+def irregular(draw):
+    """A connected network of 3..10 endpoints, with or without switches, random bandwidths
+    (1..32 GB/s, per direction) and latencies (0..20 cycles), written as a file's links."""
+    n = draw(st.integers(3, 10))
+    switches = draw(st.integers(0, 3))
+    ids = list(range(n)) + [f"s{i}" for i in range(switches)]
+    tree = nx.random_labeled_tree(len(ids), seed=draw(st.integers(0, 10**6)))
+    pairs = {tuple(sorted((ids[a], ids[b]), key=str)) for a, b in tree.edges}
+    extra = draw(st.lists(st.tuples(st.sampled_from(ids), st.sampled_from(ids)), max_size=6))
+    pairs |= {tuple(sorted(p, key=str)) for p in extra if p[0] != p[1]}
+    bw = st.sampled_from([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
+    links = []
+    for a, b in sorted(pairs, key=str):
+        for u, v in ((a, b), (b, a)):
+            links.append((u, v, {"bandwidth": draw(bw), "latency": draw(st.integers(0, 20))}))
+    return _net(links, nodes=ids)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(irregular())
+def test_every_algorithm_on_random_irregular_networks(tmp_path, net):
+    topo = parse_topology(_write(tmp_path, net))
+    params = TimingParams()
+    for name in ALGORITHMS:
+        if name == "ring2d":
+            continue
+        sched = build_schedule(name, topo, 5 * topo.num_nodes + 1, params)    # validates
+        _exact(sched)
+        _respects_bandwidth(sched, params)
