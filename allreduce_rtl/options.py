@@ -68,6 +68,36 @@ mini_batch = number_in(int, 1, MAX_MINI_BATCH)
 frequency = number_in(float, 0.001, 100)
 
 
+class PerClass(dict):
+    """A link parameter given per link class (``wrap=300,default=150``); prints as written."""
+
+    def __str__(self):
+        return ",".join(f"{k}={v:g}" for k, v in self.items())
+
+
+def per_class(kind_type):
+    """An argparse type: one value of ``kind_type`` (``number_in``), or ``CLASS=VALUE`` pairs
+    separated by commas (a :class:`PerClass`; the classes are checked against the topology's
+    family by ``parse_topology``)."""
+    def parse(value):
+        if "=" not in value:
+            return kind_type(value)
+        out = PerClass()
+        for item in value.split(","):
+            cls, eq, number = item.partition("=")
+            cls = cls.strip().lower()
+            if not eq or not cls:
+                raise argparse.ArgumentTypeError(
+                    f"{item!r} in {value!r} is not CLASS=VALUE (e.g. wrap=300,default=150)")
+            if cls in out:
+                raise argparse.ArgumentTypeError(f"link class {cls!r} is given twice in "
+                                                 f"{value!r}")
+            out[cls] = kind_type(number.strip())
+        return out
+    parse.range = kind_type.range
+    return parse
+
+
 def size(value):
     """An argparse type: a size in bytes (``64MiB``; ``golden_model.units.parse_size``)."""
     try:
@@ -102,13 +132,17 @@ def network_options(p, topology_default, topology_help="%(default)s"):
     g = p.add_argument_group("network (defaults: the MultiTree paper's, 1 GHz, 128-bit flits)")
     g.add_argument("--topology", "-t", type=text, default=topology_default,
                    help=f"{TOPOLOGY_HELP} (default {topology_help})")
-    g.add_argument("--link-bandwidth", type=number_in(float, MIN_LINK_BANDWIDTH,
-                                                      MAX_LINK_BANDWIDTH),
+    g.add_argument("--link-bandwidth", type=per_class(number_in(float, MIN_LINK_BANDWIDTH,
+                                                               MAX_LINK_BANDWIDTH)),
                    default=DEFAULT_LINK_BANDWIDTH,
-                   metavar="GBPS", help="GB/s per link per direction (default %(default)s)")
-    g.add_argument("--link-latency", type=number_in(int, 0, MAX_LINK_LATENCY),
+                   metavar="GBPS", help="GB/s per link per direction, or per link class: "
+                   "CLASS=GBPS,... (wrap on ring and torus; node and switch on fattree and "
+                   "bigraph; default for the rest), e.g. switch=8,default=16 "
+                   "(default %(default)s)")
+    g.add_argument("--link-latency", type=per_class(number_in(int, 0, MAX_LINK_LATENCY)),
                    default=DEFAULT_LINK_LATENCY,
-                   metavar="CYCLES", help="cycles per link (default %(default)s)")
+                   metavar="CYCLES", help="cycles per link, or per link class as "
+                   "--link-bandwidth, e.g. wrap=300,default=150 (default %(default)s)")
     g.add_argument("--flit-bytes", type=number_in(int, 1, 4096), default=16, metavar="BYTES",
                    help="flit size in bytes; a message of B bytes is ceil(B/flit) flits, each "
                    "taking flit*frequency/bandwidth cycles on a link (default %(default)s)")

@@ -225,25 +225,32 @@ def parse_topology(spec, link_bandwidth=DEFAULT_LINK_BANDWIDTH, link_latency=DEF
         One of the forms of ``golden_model.families.spec_forms()``: ``ring:N``, ``mesh:RxC``,
         ``torus:RxC``, ``fattree:KxL``, ``bigraph:MxS``; or a file ``FILE.json`` /
         ``FILE.graphml`` or a shipped ``machine:NAME`` (``golden_model.topology_file``).
-    link_bandwidth : float
+    link_bandwidth : float or dict
         GB/s per link per direction, ``MIN_LINK_BANDWIDTH..MAX_LINK_BANDWIDTH`` (default 16, the
-        MultiTree paper's 128-bit flits at 1 GHz); for a file, of the links that give none.
-    link_latency : int
+        MultiTree paper's 128-bit flits at 1 GHz); for a file, of the links that give none. A
+        dict gives it per link class of the family (``Family.link_classes``: ``wrap`` on ring
+        and torus, ``node`` and ``switch`` on fat-tree and BiGraph), ``default`` for the rest.
+    link_latency : int or dict
         Cycles per link, ``0..MAX_LINK_LATENCY`` (default 150, the paper's board-to-board
-        latency); for a file, of the links that give none.
+        latency); for a file, of the links that give none; per class as ``link_bandwidth``.
 
     Raises
     ------
     ConfigError
         On an unknown family, a malformed or non-positive size, a size the family refuses
-        (fattree with K < 2, bigraph with an odd switch count), more than ``MAX_NODES`` nodes, or a
-        bandwidth or latency out of its range.
+        (fattree with K < 2, bigraph with an odd switch count), more than ``MAX_NODES`` nodes, a
+        bandwidth or latency out of its range, or a link class the family does not have.
     """
-    bw = check_link_bandwidth(link_bandwidth)
-    lat = check_link_latency(link_latency)
     from .topology_file import is_file_spec, read_topology  # noqa: PLC0415
+    bws = _per_class(link_bandwidth, DEFAULT_LINK_BANDWIDTH, check_link_bandwidth, "bandwidth")
+    lats = _per_class(link_latency, DEFAULT_LINK_LATENCY, check_link_latency, "latency")
     if is_file_spec(spec):
-        return read_topology(spec, bw, lat)
+        for values, what in ((bws, "bandwidth"), (lats, "latency")):
+            if set(values) - {"default"}:
+                raise ConfigError(f"link {what} classes "
+                                  f"({', '.join(sorted(set(values) - {'default'}))}) apply to "
+                                  f"the families; a file gives each link its own")
+        return read_topology(spec, bws["default"], lats["default"])
     name, _, sizes = str(spec).strip().lower().partition(":")
     family = get_family(name, spec)
     number = r"\s*([0-9]+)\s*"
@@ -258,8 +265,29 @@ def parse_topology(spec, link_bandwidth=DEFAULT_LINK_BANDWIDTH, link_latency=DEF
     if n > MAX_NODES:
         raise ConfigError(f"topology {spec!r} has {n} nodes; at most {MAX_NODES} are supported")
     norm = f"{family.name}:{'x'.join(map(str, dims))}"
-    return Topology(spec=norm, family=family.name, dims=dims,
-                    graph=family.graph(dims, bw, lat), num_nodes=n)
+    for values, what in ((bws, "bandwidth"), (lats, "latency")):
+        unknown = set(values) - set(family.link_classes) - {"default"}
+        if unknown:
+            raise ConfigError(f"link {what} class {sorted(unknown)[0]!r} is not one of "
+                              f"{family.name}'s: {', '.join(family.link_classes)}")
+    graph = family.graph(dims, bws["default"], lats["default"])
+    if len(bws) > 1 or len(lats) > 1:
+        for u, v, attrs in graph.edges(data=True):
+            cls = family.link_class(dims, u, v)
+            attrs["bandwidth"] = bws.get(cls, bws["default"])
+            attrs["latency"] = lats.get(cls, lats["default"])
+    return Topology(spec=norm, family=family.name, dims=dims, graph=graph, num_nodes=n)
+
+
+def _per_class(value, default, check, what):
+    """``{class: value}`` of a link parameter given as one number or per class (a dict, e.g.
+    ``{"wrap": 300, "default": 150}``; classes not given take ``"default"``, itself
+    ``default`` when absent), every value checked."""
+    if not isinstance(value, dict):
+        return {"default": check(value)}
+    values = {str(k): check(v, f"link {what} of class {k!r}") for k, v in value.items()}
+    values.setdefault("default", default)
+    return values
 
 
 __all__ = ["Topology", "parse_topology", "FAMILIES", "MAX_NODES", "DEFAULT_LINK_BANDWIDTH",

@@ -194,3 +194,32 @@ def test_every_algorithm_on_random_irregular_networks(tmp_path, net):
         sched = build_schedule(name, topo, 5 * topo.num_nodes + 1, params)    # validates
         _exact(sched)
         _respects_bandwidth(sched, params)
+
+
+@pytest.mark.parametrize("spec, classes, want", [
+    # torus:4x4: every row and column has one wrap link each way: 2 * (4 + 4)
+    ("torus:4x4", {"wrap": 300}, {300: 16, 150: 48}),
+    ("ring:6", {"wrap": 7, "default": 3}, {7: 2, 3: 10}),
+    # fattree:4x2: 16 endpoint links each way, 4 x 4 switch links each way
+    ("fattree:4x2", {"switch": 9, "node": 2}, {2: 32, 9: 32}),
+])
+def test_link_classes(spec, classes, want):
+    topo = parse_topology(spec, link_latency=classes)
+    got = {}
+    for *_, lat in topo.graph.edges(data="latency"):
+        got[lat] = got.get(lat, 0) + 1
+    assert got == want
+
+
+def test_link_classes_on_the_command_line(capsys):
+    assert main(["compare", "-t", "torus:4x4", "-s", "1MiB", "-a", "ring", "--json",
+                 "--link-latency", "wrap=300,default=150"]) == 0
+    lb = json.loads(capsys.readouterr().out)["lower_bound"]
+    g = parse_topology("torus:4x4", link_latency={"wrap": 300}).graph
+    diameter = max(max(d.values()) for _, d in nx.all_pairs_dijkstra_path_length(
+        g, weight="latency"))
+    assert lb["latency_cycles"] == diameter == 600
+    assert main(["compare", "-t", "mesh:4x4", "--link-latency", "wrap=3"]) == 2
+    assert "class 'wrap' is not one of mesh's: default" in capsys.readouterr().err
+    assert main(["compare", "-t", "machine:dgx2", "--link-bandwidth", "node=3"]) == 2
+    assert "a file gives each link its own" in capsys.readouterr().err

@@ -78,6 +78,14 @@ class Family(abc.ABC):
     #: (ring, torus: translations; fat-tree and BiGraph: permutations of switches and ports).
     endpoints_alike = False
 
+    #: The classes of links whose bandwidth and latency can be set apart
+    #: (``parse_topology``'s per-class values, e.g. ``wrap=300,default=150``).
+    link_classes = ("default",)
+
+    def link_class(self, dims, u, v):
+        """The class of link ``u -> v`` (one of :attr:`link_classes`)."""
+        return "default"
+
     def cut_sinks(self, topo):
         """Endpoints that represent every endpoint under the graph's automorphisms (with equal
         links): the cut bound (``golden_model.cutbound``) searches the cuts that leave out one

@@ -19,6 +19,11 @@ class BiGraph(Family):
     name, form, router = "bigraph", "bigraph:MxS", "table"
     node0_is_peripheral = True      # endpoint-symmetric
     endpoints_alike = True
+    link_classes = ("default", "node", "switch")
+
+    def link_class(self, dims, u, v):
+        """``"node"`` for a link of an endpoint, ``"switch"`` between switches."""
+        return "node" if isinstance(u, int) or isinstance(v, int) else "switch"
 
     def num_nodes(self, spec, dims):
         per_switch, s = dims

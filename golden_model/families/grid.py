@@ -44,6 +44,16 @@ class Grid(Family):
                                    latency=int(latency))
         return g
 
+    @property
+    def link_classes(self):
+        return ("default", "wrap") if self.wraps else ("default",)
+
+    def link_class(self, dims, u, v):
+        """``"wrap"`` for a wrap-around link (its ends more than one apart in a dimension)."""
+        rows, cols = self.grid(dims)
+        (r, c), (rr, cc) = divmod(u, cols), divmod(v, cols)
+        return "wrap" if abs(r - rr) > 1 or abs(c - cc) > 1 else "default"
+
     def route(self, topo, src, dst):
         rows, cols = topo.grid
         (r, c), (dr, dc) = divmod(src, cols), divmod(dst, cols)
