@@ -17,7 +17,7 @@ from . import options
 from .errors import EnvironmentFailure
 from .explore.engine import map_ordered
 from .output import (atomic_write, atomic_write_many, check_writable_file, counted, ensure_folder,
-                     format_table)
+                     format_table, removed_if_left_empty)
 
 
 def register(sub):
@@ -232,15 +232,19 @@ def parse_size_range(text):
 
 
 def cmd_sweep(args):
-    from .plots import render_speedup
     topo = options.topology(args)
     params = _params(args)
     sizes = parse_size_range(args.sizes)
     for s in sizes:
         elements_for(s, params)
     names = _algorithms(args)
-    out = ensure_folder(args.out if args.out is not None
-                        else f"out/sweep-{topo.spec.replace(':', '-')}")
+    folder = args.out if args.out is not None else f"out/sweep-{topo.spec.replace(':', '-')}"
+    with removed_if_left_empty(folder):     # a failed sweep leaves no empty folder behind
+        return _sweep(args, topo, params, sizes, names, ensure_folder(folder))
+
+
+def _sweep(args, topo, params, sizes, names, out):
+    from .plots import render_speedup
     for name in ("sweep.csv", "speedup.png"):   # refuse a bad target before the sweep runs
         check_writable_file(out / name)
     rows, skipped = [], set()

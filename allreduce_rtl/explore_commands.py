@@ -2,8 +2,11 @@
 task on a Dask cluster (``allreduce_rtl.explore``), results in a SQLite store, a CSV or Parquet
 export, ``summary.md`` and plots (docs/explore.md)."""
 
+import contextlib
+import fcntl
 import functools
 import shlex
+import signal
 import sys
 import time
 from pathlib import Path
@@ -13,7 +16,9 @@ from tqdm import tqdm
 from golden_model.errors import ConfigError
 
 from . import options
-from .output import atomic_write_many, check_writable_file, counted, ensure_folder
+from .errors import EnvironmentFailure
+from .output import (atomic_write_many, check_writable_file, counted, ensure_folder,
+                     removed_if_left_empty)
 
 __all__ = ["register", "cmd_explore"]
 
@@ -59,45 +64,97 @@ def _default_out(spec_arg):
 
 
 def cmd_explore(args):
-    from .cli import print_json  # noqa: PLC0415
-    from .explore import engine, report  # noqa: PLC0415
-    from .explore.evaluate import evaluate  # noqa: PLC0415
-    from .explore.spec import load_spec, queued  # noqa: PLC0415
-    from .explore.store import STORE_FILE, Store, export  # noqa: PLC0415
+    from .explore.spec import load_spec  # noqa: PLC0415
     if args.examples:
         return _list_examples()
     if args.spec is None:
         raise ConfigError("give a SPEC.toml (or --examples to list the shipped ones)")
     spec = load_spec(args.spec)
-    out = ensure_folder(args.out or _default_out(args.spec))
+    if args.export == "parquet":     # before hours of work, not after
+        try:
+            import pyarrow.parquet  # noqa: F401,PLC0415
+        except ImportError:
+            raise EnvironmentFailure("--export parquet needs pyarrow: pip install pyarrow (or "
+                                     "pip install 'allreduce-rtl[parquet]')") from None
+    build_root = None
+    if set(spec.evaluations) & {"rtl", "cost"}:
+        from tb.toolchain import ToolchainError, build_root as resolve  # noqa: PLC0415
+        try:
+            build_root = str(resolve(args.build_dir))
+        except ToolchainError as exc:
+            raise EnvironmentFailure(str(exc)) from None
+    folder = args.out or _default_out(args.spec)
+    with removed_if_left_empty(folder):
+        out = ensure_folder(folder)
+        with _exclusive(out):
+            return _explore(args, spec, out, build_root)
+
+
+@contextlib.contextmanager
+def _exclusive(out):
+    """Hold ``out/.explore.lock``: a second exploration of the same folder is refused (both
+    would evaluate every point and write the same files)."""
+    lock = out / ".explore.lock"
+    with open(lock, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f"another allreduce-rtl explore is writing {out}: wait for it, or "
+                              f"give another --out") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+            lock.unlink(missing_ok=True)
+
+
+def _explore(args, spec, out, build_root):
+    from .cli import print_json  # noqa: PLC0415
+    from .explore import engine, report  # noqa: PLC0415
+    from .explore.evaluate import evaluate  # noqa: PLC0415
+    from .explore.spec import queued, resolve_spec_path  # noqa: PLC0415
+    from .explore.store import STORE_FILE, Store, export  # noqa: PLC0415
     store_path = out / STORE_FILE
     export_path = out / f"results.{args.export}"
-    for path in (store_path, export_path, out / "summary.md"):
+    for path in (store_path, export_path, out / "summary.md",
+                 *(out / name for name in report.image_names(spec))):
         check_writable_file(path)
-    if store_path.exists() and not args.resume:
+    created = not store_path.exists()
+    if not created and not args.resume:
         with Store(store_path) as store:
             held = store.count()
         if held:
             raise ConfigError(f"{store_path} already holds {counted(held, 'point')}: add "
                               f"--resume to continue it, or give another --out")
     t0 = time.perf_counter()
-    with Store(store_path) as store:
-        store.set_meta("spec", spec.source)
-        done = store.done_keys() if args.resume else set()
-        todo = queued([p for p in spec.points if p.key not in done])
-        where = (f"the Dask cluster at {args.scheduler}" if args.scheduler else
-                 f"a local Dask cluster of {counted(args.workers or engine.default_workers(), 'worker')}")
-        skipped = len(spec.points) - len(todo)
-        header = (f"{spec.title}: {counted(len(spec.points), 'point')}"
-                  + (f", {skipped:,} already in the store" if skipped else "") + f", on {where}")
-        if todo:
-            _run(store, todo, args, engine, evaluate, header)
-        rows = store.rows([p.key for p in spec.points])
+    where = (f"the Dask cluster at {args.scheduler}" if args.scheduler else
+             f"a local Dask cluster of "
+             f"{counted(args.workers or engine.default_workers(), 'worker')}")
+    try:
+        with Store(store_path) as store:
+            store.set_meta("spec", spec.source)
+            done = store.done_keys() if args.resume else set()
+            todo = queued([p for p in spec.points if p.key not in done])
+            skipped = len(spec.points) - len(todo)
+            shipped = resolve_spec_path(args.spec)
+            source = "" if Path(args.spec).is_file() else f" (the shipped {shipped.name})"
+            header = (f"{spec.title}{source}: {counted(len(spec.points), 'point')}"
+                      + (f", {skipped:,} already in the store" if skipped else "")
+                      + f", on {where}")
+            if todo:
+                _run(store, todo, args, engine, functools.partial(evaluate,
+                                                                  build_root=build_root), header)
+            rows = store.rows([p.key for p in spec.points])
+    except BaseException:
+        if created:         # nothing of this run to keep: no store left behind
+            _remove_empty_store(store_path)
+        raise
     seconds = time.perf_counter() - t0
     command = "allreduce-rtl explore " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["explore"]
                                                     else [args.spec])
     summary, images = report.render(spec, rows, command=command, seconds=seconds,
-                                    workers=where, export_name=export_path.name)
+                                    workers=where if todo else None,
+                                    export_name=export_path.name)
     export(rows, export_path, args.export)
     atomic_write_many({out / "summary.md": summary, **{out / k: v for k, v in images.items()}})
     failures = [r for r in rows if r["status"] == "failed"]
@@ -110,7 +167,7 @@ def cmd_explore(args):
     if args.json:
         print_json(result)
     else:
-        print(f"{len(rows) - len(failures):,} of {counted(len(spec.points), 'point')} done, "
+        print(f"{len(rows) - len(failures):,} of {len(spec.points):,} points done, "
               f"{len(failures):,} failed ({seconds:,.1f} s); wrote {out / 'summary.md'}, "
               f"{export_path}, {store_path}" + (f" and {counted(len(images), 'plot')}"
                                                  if images else ""))
@@ -123,12 +180,26 @@ def cmd_explore(args):
     return 1 if failures else 0
 
 
-def _run(store, todo, args, engine, evaluate, header):
-    """Evaluate ``todo`` on the engine, writing each point to ``store`` as it finishes
-    (``header`` is said once the cluster is there)."""
-    from tb.toolchain import build_root  # noqa: PLC0415
-    task = functools.partial(evaluate, build_root=str(build_root(args.build_dir)))
+def _remove_empty_store(path):
+    from .explore.store import Store  # noqa: PLC0415
+    try:
+        with Store(path) as store:
+            empty = store.count() == 0
+    except EnvironmentFailure:
+        return
+    if empty:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _run(store, todo, args, engine, task, header):
+    """Evaluate ``todo`` with ``task`` on the engine, writing each point to ``store`` as it
+    finishes (``header`` is said once the cluster is there). SIGTERM stops it as Ctrl-C does."""
     failed, running = 0, 0
+
+    def terminate(signum, frame):
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, terminate)
 
     def progress(now=None):
         nonlocal running
@@ -158,5 +229,7 @@ def _run(store, todo, args, engine, evaluate, header):
         print(f"interrupted: {store.count():,} points are in {store.path}; run the same "
               f"command with --resume to continue", file=sys.stderr)
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if bar is not None:
         bar.close()

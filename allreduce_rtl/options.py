@@ -225,13 +225,24 @@ def schedule_file(args):
     return ScheduleFile(args.schedule, nodes)
 
 
+def scheduler_address(value):
+    """An argparse type: a Dask scheduler address (``allreduce_rtl.explore.engine.
+    check_address``)."""
+    from .explore.engine import check_address  # noqa: PLC0415
+    try:
+        check_address(value)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--scheduler ")) from None
+    return value.strip()
+
+
 def engine_options(p, local_default="run in this process"):
     """``--workers N`` (a local Dask cluster) and ``--scheduler ADDRESS`` (an existing one),
     mutually exclusive (``allreduce_rtl.explore.engine``)."""
     g = p.add_mutually_exclusive_group()
     g.add_argument("--workers", "-j", type=number_in(int, 1, 4096), default=None, metavar="N",
                    help=f"worker processes of a local Dask cluster (default: {local_default})")
-    g.add_argument("--scheduler", type=text, default=None, metavar="ADDRESS",
+    g.add_argument("--scheduler", type=scheduler_address, default=None, metavar="ADDRESS",
                    help="run on an existing Dask cluster, e.g. tcp://10.0.0.1:8786")
 
 

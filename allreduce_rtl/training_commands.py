@@ -23,7 +23,8 @@ from golden_model.workloads import MODELS, get_model
 from . import options
 from .commands import _algorithms, _note, _params, parse_size_range
 from .explore.engine import map_ordered
-from .output import atomic_write_many, check_writable_file, counted, ensure_folder, format_table
+from .output import (atomic_write_many, check_writable_file, counted, ensure_folder, format_table,
+                     removed_if_left_empty)
 
 TRAIN_COLUMNS = [("algorithm", "algorithm", "{}"),
                  ("iteration_ms", "iteration (ms)", "{:.3f}"),
@@ -164,13 +165,17 @@ def _report_command(args):
 def cmd_report(args):
     """``allreduce-rtl report``: the standard set, a Markdown report with PNG plots, written
     together at the end (whole or not at all)."""
-    from .plots import render_speedup
-    from .training_plots import render_breakdown
     settings = _report_settings(args)
     for size in settings.sizes:             # refuse a bad size before any work
         elements_for(size, settings.training.timing)
     units = plan(settings)
-    out = ensure_folder(args.out)
+    with removed_if_left_empty(args.out):   # a failed report leaves no empty folder behind
+        return _report(args, settings, units, ensure_folder(args.out))
+
+
+def _report(args, settings, units, out):
+    from .plots import render_speedup
+    from .training_plots import render_breakdown
     for name in ("report.json", "report.md"):
         check_writable_file(out / name)
     t0 = time.perf_counter()

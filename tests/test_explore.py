@@ -127,7 +127,7 @@ flow_control = ["message", "credit"]
     ("evaluations = ['cost']\n[parameters]\ntopology='ring:4'\nalgorithm='ring'\nsize=1024\n"
      "[cost]\ndevice = 'xc7'", "[cost] device: 'xc7'"),
     ("evaluations = ['model']\n[parameters]\ntopology='ring:4'\nalgorithm='ring'\n"
-     "size = {from = 1, to = 1024, factor = 1.0}", "factor 1.0 must be a number above 1"),
+     "size = {from = 1, to = 1024, factor = 1.0}", "factor 1.0 must be a finite number above 1"),
     ("evaluations = ['model']\n[parameters]\ntopology='ring:4'\nalgorithm='ring'\nsize=1024\n"
      "link_latency = {from = 0, to = 1000, step = 1}\nlink_bandwidth = {from = 1, to = 200, "
      "step = 1}", f"more than {MAX_POINTS:,}"),
@@ -375,3 +375,155 @@ def test_sweep_on_two_workers_writes_what_it_writes_alone(tmp_path):
     assert main(["sweep", "-t", "torus:4x4", "--sizes", "64KiB:256KiB", "-a", "ring,multitree",
                  "-o", str(two), "--workers", "2"]) == 0
     assert (one / "sweep.csv").read_text() == (two / "sweep.csv").read_text()
+
+
+# -- what a new user's trial broke -------------------------------------------------------------
+
+def test_ranges_by_index_include_to_and_drop_repeats():
+    spec = parse_spec('evaluations = "model"\n[parameters]\ntopology = "ring:4"\n'
+                      'algorithm = "ring"\nsize = 4096\n'
+                      'link_bandwidth = {from = 1.0, to = 1.5, step = 0.1}\n'
+                      'link_latency = {from = 1, to = 10, factor = 1.5}')
+    assert sorted({p.params["link_bandwidth"] for p in spec.points}) == [
+        1.0, 1.1, 1.2, 1.3, 1.4, 1.5]
+    # 1 * 1.5^i rounded: 1, 2 (1.5), 2 (2.25, dropped), 3, 5, 8 (7.59)
+    assert sorted({p.params["link_latency"] for p in spec.points}) == [1, 2, 3, 5, 8]
+
+
+@pytest.mark.parametrize("extra, words", [
+    ("link_latency = {from = 1, to = 10, factor = inf}", "factor inf must be a finite number"),
+    ("link_bandwidth = {from = 1.0, to = nan, step = 1.0}", "range to nan is not a finite"),
+    ("link_bandwidth = {from = 1.0, to = inf, step = 1.0}", "range to inf is not a finite"),
+    ("link_bandwidth = {from = 1.0, to = 2.0, step = 1e-300}", "more than 100,000"),
+])
+def test_bad_ranges(extra, words):
+    with pytest.raises(ConfigError, match=words.replace("(", r"\(")):
+        parse_spec('evaluations = "model"\n[parameters]\ntopology = "ring:4"\n'
+                   f'algorithm = "ring"\nsize = 4096\n{extra}')
+
+
+def test_sizes_beyond_the_limit_and_bad_options_fail_at_once():
+    from golden_model.algorithms import MAX_ELEMENTS
+    with pytest.raises(ConfigError, match="parameters.size: .* too large"):
+        parse_spec('evaluations = "model"\n[parameters]\ntopology = "ring:4"\n'
+                   f'algorithm = "ring"\nsize = {(MAX_ELEMENTS + 1) * 4}')
+    with pytest.raises(ConfigError, match=r"\[cost\] device: \['generic'\]"):
+        parse_spec('evaluations = "cost"\n[parameters]\ntopology = "ring:4"\n'
+                   'algorithm = "ring"\nsize = 4096\n[cost]\ndevice = ["generic"]')
+    with pytest.raises(ConfigError, match="title"):
+        parse_spec('title = "a\\nb"\nevaluations = "model"\n[parameters]\ntopology = "ring:4"\n'
+                   'algorithm = "ring"\nsize = 4096')
+
+
+def test_topologies_are_normalised():
+    spec = parse_spec('evaluations = "model"\n[parameters]\ntopology = "TORUS:04x4"\n'
+                      'algorithm = "ring"\nsize = 4096')
+    assert spec.points[0].params["topology"] == "torus:4x4"
+    with pytest.raises(ConfigError, match="'torus:4x4' is listed twice"):
+        parse_spec('evaluations = "model"\n[parameters]\ntopology = ["torus:4x4", '
+                   '"torus:04x4"]\nalgorithm = "ring"\nsize = 4096')
+
+
+def test_keys_leave_out_defaults_and_hold_the_hardware_group():
+    base = 'evaluations = "{e}"\n[parameters]\ntopology = "mesh:2x2"\nalgorithm = "ring"\n'
+    plain = parse_spec(base.format(e="model") + "size = 4096").points[0]
+    explicit = parse_spec(base.format(e="model") + "size = 4096\nlink_latency = 150").points[0]
+    assert plain.key == explicit.key
+    one = parse_spec(base.format(e="rtl") + 'size = "1KiB"').points[0]
+    two = [p for p in parse_spec(base.format(e="rtl") + 'size = ["1KiB", "64KiB"]').points
+           if p.params["size"] == 1024][0]
+    assert one.params == two.params and one.key != two.key      # its hardware differs
+
+
+def test_scheduler_addresses_are_checked_first(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text("evaluations = 'model'\n[parameters]\ntopology = 'ring:4'\n"
+                    "algorithm = 'ring'\nsize = 1024\n")
+    for bad in ("garbage", "http://127.0.0.1:8786", "tcp://127.0.0.1:99999"):
+        with pytest.raises(SystemExit) as exc:      # argparse's usage error
+            main(["explore", str(spec), "--out", str(tmp_path / "o"), "--scheduler", bad])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "is not a Dask scheduler address" in err[0]
+    assert not (tmp_path / "o").exists()
+
+
+def test_environment_failures_before_the_run(tmp_path, capsys, monkeypatch):
+    spec = tmp_path / "s.toml"
+    spec.write_text("evaluations = ['model', 'cost']\n[parameters]\ntopology = 'ring:4'\n"
+                    "algorithm = 'ring'\nsize = 1024\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["explore", str(spec), "--out", str(tmp_path / "o"), "--build-dir",
+                 str(blocker / "x")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot use the build folder" in err[0]
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)      # not installed
+    assert main(["explore", str(spec), "--out", str(tmp_path / "o"), "--export",
+                 "parquet"]) == 1
+    assert "needs pyarrow" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_damaged_and_foreign_stores_are_one_line(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text(MODEL_SPEC)
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    con = sqlite3.connect(foreign / "results.sqlite")
+    con.execute("CREATE TABLE points (id INTEGER, value TEXT)")
+    con.commit()
+    con.close()
+    assert main(["explore", str(spec), "--out", str(foreign), "--resume"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a results store of this tool" in err[0]
+
+
+def test_a_second_run_on_one_folder_is_refused(tmp_path, capsys):
+    import fcntl
+    spec = tmp_path / "s.toml"
+    spec.write_text(MODEL_SPEC)
+    out = tmp_path / "o"
+    out.mkdir()
+    with open(out / ".explore.lock", "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        assert main(["explore", str(spec), "--out", str(out)]) == 2
+    assert "another allreduce-rtl explore is writing" in capsys.readouterr().err
+
+
+def test_failed_points_are_not_on_the_pareto_front():
+    from allreduce_rtl.explore.report import render
+    spec = parse_spec('evaluations = ["cost"]\n[parameters]\ntopology = "mesh:2x2"\n'
+                      'algorithm = ["ring", "multitree"]\nsize = 1024')
+    rows = [{"params": p.params, "status": status, "error": None if status == "ok" else "x",
+             "figures": {"cost_network_cells": cells, "hw_time_us": t}, "provenance": {}}
+            for p, status, cells, t in zip(spec.points, ("ok", "failed"), (100, 10), (5.0, 1.0))]
+    summary, images = render(spec, rows, command="c", seconds=1.0, workers="w",
+                             export_name="results.csv")
+    front = summary.split("## Time against hardware cost")[1].split("## Failed points")[0]
+    assert "1 of 1 points on the front" in front and "ring" in front
+    assert "multitree" not in front and "pareto.png" in images
+
+
+@pytest.mark.slow
+def test_a_scheduler_without_workers_is_one_line(tmp_path, capsys, monkeypatch):
+    from allreduce_rtl.explore import engine
+    monkeypatch.setattr(engine, "CONNECT_TIMEOUT_S", 3)
+    file = tmp_path / "scheduler.json"
+    proc = _start([DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                   "--scheduler-file", str(file)], cwd=tmp_path)
+    try:
+        t0 = time.monotonic()
+        while not file.exists() and time.monotonic() - t0 < 60:
+            time.sleep(0.2)
+        address = json.loads(file.read_text())["address"]
+        spec = tmp_path / "s.toml"
+        spec.write_text(MODEL_SPEC)
+        assert main(["explore", str(spec), "--out", str(tmp_path / "o"), "--scheduler",
+                     address]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "has no workers (waited 3 s)" in err[0]
+        assert not (tmp_path / "o").exists()
+    finally:
+        proc.kill()
+        proc.wait()

@@ -14,14 +14,19 @@ import contextlib
 import dataclasses
 import logging
 import os
+import re
+import socket
 import sys
 import time
+import warnings
 
 from tqdm import tqdm
 
+from golden_model.errors import ConfigError
+
 from ..errors import EnvironmentFailure
 
-__all__ = ["Outcome", "cluster", "outcomes", "map_ordered", "default_workers",
+__all__ = ["Outcome", "cluster", "outcomes", "map_ordered", "default_workers", "check_address",
            "CONNECT_TIMEOUT_S"]
 
 #: Seconds to wait for an external scheduler to answer.
@@ -45,6 +50,23 @@ class Outcome:
     error: str | None = None
 
 
+def check_address(address):
+    """``(host, port)`` of a scheduler address ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` (a
+    bare ``HOST:PORT`` is TCP).
+
+    Raises
+    ------
+    ConfigError
+        On any other form, or a port outside 1..65535.
+    """
+    m = re.fullmatch(r"(?:(tcp|tls)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})",
+                     str(address).strip())
+    if not m or not 1 <= int(m.group(3)) <= 65535:
+        raise ConfigError(f"--scheduler {address!r} is not a Dask scheduler address: expected "
+                          f"tcp://HOST:PORT (or tls://HOST:PORT), port 1..65535")
+    return m.group(2).strip("[]"), int(m.group(3))
+
+
 @contextlib.contextmanager
 def cluster(workers=None, scheduler=None):
     """A ``distributed.Client``: on the cluster at ``scheduler`` (``tcp://HOST:PORT``), else on
@@ -52,27 +74,45 @@ def cluster(workers=None, scheduler=None):
 
     Raises
     ------
+    ConfigError
+        If ``scheduler`` is not an address (:func:`check_address`).
     EnvironmentFailure
-        If the scheduler cannot be reached within :data:`CONNECT_TIMEOUT_S` seconds, or the
-        local cluster does not start.
+        If the scheduler cannot be reached within :data:`CONNECT_TIMEOUT_S` seconds or has no
+        worker by then, or the local cluster does not start.
     """
+    if scheduler is not None:
+        host, port = check_address(scheduler)
+        try:    # fail at once, in one line, where nothing listens (Dask would retry 20 s)
+            socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+        except OSError as exc:
+            raise EnvironmentFailure(f"cannot reach the Dask scheduler at {scheduler}: "
+                                     f"{exc.strerror or exc}") from None
     import distributed  # noqa: PLC0415
-    # Dask's own log lines (a worker restarting, a closed comm) would break the progress bar;
-    # what matters reaches the user as an Outcome.
+    # Dask's own log lines (a worker restarting, a closed comm) and its warning that the
+    # default HTTP port is taken (another cluster runs) would break the progress bar; what
+    # matters reaches the user as an Outcome.
     for name in ("distributed", "tornado"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
+    warnings.filterwarnings("ignore", message=r"Port \d+ is already in use")
     local = None
     try:
         if scheduler is not None:
             client = distributed.Client(scheduler, timeout=CONNECT_TIMEOUT_S,
                                         set_as_default=False)
+            try:
+                client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
+            except TimeoutError:
+                client.close()
+                raise EnvironmentFailure(f"the Dask scheduler at {scheduler} has no workers "
+                                         f"(waited {CONNECT_TIMEOUT_S} s): start some with "
+                                         f"dask worker {scheduler}") from None
         else:
             local = distributed.LocalCluster(n_workers=workers or default_workers(),
                                              threads_per_worker=1, processes=True,
                                              dashboard_address=None,
                                              silence_logs=logging.CRITICAL)
             client = distributed.Client(local, set_as_default=False)
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ValueError) as exc:
         where = f"the Dask scheduler at {scheduler}" if scheduler else "a local Dask cluster"
         raise EnvironmentFailure(f"cannot reach {where}: {exc}") from None
     try:
@@ -128,22 +168,20 @@ def map_ordered(func, items, *, workers=None, scheduler=None, desc="run", unit="
     ``workers`` or ``scheduler`` is given, else on that Dask cluster (:func:`cluster`). The
     first task that raises re-raises here (a ``ConfigError`` stays one)."""
     items = list(items)
-    bar = tqdm(total=len(items), desc=desc, unit=unit, file=sys.stderr)
-    try:
-        if workers is None and scheduler is None:
+    if workers is None and scheduler is None:
+        with tqdm(total=len(items), desc=desc, unit=unit, file=sys.stderr) as bar:
             results = []
             for item in items:
                 results.append(func(item))
                 bar.update()
             return results
-        results = [None] * len(items)
-        with cluster(workers, scheduler) as client:
-            futures = {client.submit(func, item, pure=False, priority=-i): i
-                       for i, item in enumerate(items)}
-            import distributed  # noqa: PLC0415
-            for fut in distributed.as_completed(futures, loop=client.loop):
-                results[futures[fut]] = fut.result()
-                bar.update()
-        return results
-    finally:
-        bar.close()
+    import distributed  # noqa: PLC0415
+    results = [None] * len(items)
+    with cluster(workers, scheduler) as client, \
+            tqdm(total=len(items), desc=desc, unit=unit, file=sys.stderr) as bar:
+        futures = {client.submit(func, item, pure=False, priority=-i): i
+                   for i, item in enumerate(items)}
+        for fut in distributed.as_completed(futures, loop=client.loop):
+            results[futures[fut]] = fut.result()
+            bar.update()
+    return results

@@ -14,17 +14,28 @@ import re
 
 from golden_model.units import format_size
 
-from ..output import format_table
+from ..output import counted, format_table
 from ..plots import pareto_front, render_pareto, render_speedup
 from .spec import PARAMETERS
 
-__all__ = ["render"]
+__all__ = ["render", "image_names", "varying"]
 
 _FIXED = ("topology", "algorithm", "size")
 
 
 def _slug(text):
     return re.sub(r"[^\w.-]+", "-", text).strip("-")
+
+
+def image_names(spec) -> list:
+    """The plot files an exploration of ``spec`` may write (checked before it runs)."""
+    names = []
+    if "model" in spec.evaluations:
+        names += [f"speedup-{_slug(t)}.png"
+                  for t in dict.fromkeys(p.params["topology"] for p in spec.points)]
+    if "cost" in spec.evaluations:
+        names.append("pareto.png")
+    return names
 
 
 def varying(rows) -> list:
@@ -81,7 +92,8 @@ def _rtl(rows, names):
         return []
     builds = len({t["build_key"] for t in table})
     return ["## RTL (simulated, checked against the golden model)", "",
-            f"{len(table)} points on {builds} distinct hardware builds.", "", "```",
+            f"{counted(len(table), 'point')} on {counted(builds, 'distinct hardware build')}.",
+            "", "```",
             format_table(table, _RTL_COLUMNS), "```", ""]
 
 
@@ -91,8 +103,8 @@ def _pareto(rows, names, images):
     for r in rows:
         f = r["figures"]
         time_us = f.get("rtl_time_us") or f.get("hw_time_us")
-        if f.get("cost_network_cells") is None or time_us is None:
-            continue
+        if r["status"] != "ok" or f.get("cost_network_cells") is None or time_us is None:
+            continue        # a failed point (a mismatch, a stall) is no design to choose
         title = f"{r['params']['topology']}, {format_size(r['params']['size'])}"
         groups.setdefault(title, []).append((f["cost_network_cells"], time_us, _label(r, names),
                                              "RTL" if f.get("rtl_time_us") else "model"))
@@ -116,16 +128,19 @@ def _pareto(rows, names, images):
 
 def render(spec, rows, *, command, seconds, workers, export_name):
     """``(summary markdown, {file name: PNG bytes})`` of an exploration's ``rows``
-    (``Store.rows`` of the spec's points, in the spec's order)."""
+    (``Store.rows`` of the spec's points, in the spec's order); ``workers`` says where the
+    run's points ran (None: none ran, all were in the store)."""
     names = varying(rows)
     failed = [r for r in rows if r["status"] == "failed"]
     images = {}
     lines = [f"# {spec.title}", "",
              f"`{command}`", "",
              f"{len(rows) - len(failed):,} of {len(spec.points):,} points evaluated "
-             f"({', '.join(spec.evaluations)}), {len(failed):,} failed; this run took "
-             f"{seconds:,.1f} s on {workers}. Every point with every parameter and figure: "
-             f"`{export_name}` (and `results.sqlite`).", ""]
+             f"({', '.join(spec.evaluations)}), {len(failed):,} failed; "
+             + (f"this run took {seconds:,.1f} s on {workers}." if workers else
+                "every point was already in the store.")
+             + f" Every point with every parameter and figure: `{export_name}` (and "
+             f"`results.sqlite`).", ""]
     if names:
         lines += ["Parameters that vary besides topology, algorithm and size: "
                   + ", ".join(names) + ".", ""]

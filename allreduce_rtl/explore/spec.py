@@ -151,10 +151,16 @@ class Point:
 
     @property
     def key(self) -> str:
-        """Canonical JSON of the parameters, evaluations and options: the store's unique key
-        (the group is left out, so adding points does not change the others' keys)."""
-        return json.dumps({"params": self.params, "evaluations": list(self.evaluations),
-                           "options": self.options}, sort_keys=True, separators=(",", ":"))
+        """Canonical JSON of what decides the point's figures: the parameters that differ from
+        their defaults (so a parameter added in a later version, at its default, keeps the keys
+        of stored points), the evaluations, their options and, with rtl or cost, the hardware
+        group's plan inputs (adding a size or an algorithm to a group re-plans its hardware, so
+        its points are new points). The store's unique key."""
+        params = {k: v for k, v in self.params.items()
+                  if PARAMETERS[k].required or v != PARAMETERS[k].default}
+        return json.dumps({"params": params, "evaluations": list(self.evaluations),
+                           "options": self.options, "group": self.group}, sort_keys=True,
+                          separators=(",", ":"))
 
     def describe(self) -> str:
         p = self.params
@@ -177,7 +183,10 @@ def _where(path):
 
 def _range(name, table, kind):
     """The values of a range table ``{from, to, step}`` (arithmetic) or ``{from, to, factor}``
-    (geometric)."""
+    (geometric), ``to`` included when the range reaches it. Values are computed from ``from``
+    by index (``from + i * step``, ``from * factor ** i``), floats rounded to 12 significant
+    digits (so 1.0 to 1.5 by 0.1 is 1.0, 1.1, ..., 1.5), whole numbers of a geometric range
+    rounded to the nearest (repeats dropped)."""
     unknown = set(table) - {"from", "to", "step", "factor"}
     if unknown:
         raise ConfigError(f"parameters.{name}: unknown range key {sorted(unknown)[0]!r} "
@@ -186,27 +195,39 @@ def _range(name, table, kind):
         raise ConfigError(f"parameters.{name}: a range needs from, to and one of step or "
                           f"factor, e.g. {{from = 4, to = 64, factor = 2}}")
     lo, hi = (_scalar(name, table[k], kind) for k in ("from", "to"))
+    for key, v in (("from", lo), ("to", hi)):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ConfigError(f"parameters.{name}: range {key} {v!r} is not a finite number")
     if lo > hi:
         raise ConfigError(f"parameters.{name}: range from {table['from']!r} exceeds to "
                           f"{table['to']!r}")
-    values = []
     if "step" in table:
         step = _scalar(name, table["step"], kind)
-        if not step > 0:
-            raise ConfigError(f"parameters.{name}: step {table['step']!r} must be positive")
-        while lo <= hi and len(values) <= MAX_POINTS:
-            values.append(lo)
-            lo += step
+        if not (isinstance(step, int) or math.isfinite(step)) or not step > 0:
+            raise ConfigError(f"parameters.{name}: step {table['step']!r} must be a positive "
+                              f"finite number")
+        count = math.floor((hi - lo) / step * (1 + 1e-12)) + 1
+        at = (lambda i: lo + i * step)
     else:
         factor = table["factor"]
-        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor > 1:
-            raise ConfigError(f"parameters.{name}: factor {factor!r} must be a number above 1")
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) \
+                or not math.isfinite(factor) or not factor > 1:
+            raise ConfigError(f"parameters.{name}: factor {factor!r} must be a finite number "
+                              f"above 1")
         if not lo > 0:
             raise ConfigError(f"parameters.{name}: a geometric range starts above 0, not "
                               f"{table['from']!r}")
-        while lo <= hi and len(values) <= MAX_POINTS:
-            values.append(lo)
-            lo = kind(lo * factor) if kind is int else lo * factor
+        count = math.floor(math.log(hi / lo) / math.log(factor) * (1 + 1e-12)) + 1
+        at = (lambda i: lo * factor ** i)
+    if count > MAX_POINTS:
+        raise ConfigError(f"parameters.{name}: the range from {table['from']!r} to "
+                          f"{table['to']!r} has {count:,} values, more than {MAX_POINTS:,}")
+    values = []
+    for i in range(count):
+        v = at(i)
+        v = round(v) if kind is int else float(f"{v:.12g}")
+        if v not in values:
+            values.append(v)
     return values
 
 
@@ -246,6 +267,15 @@ def _values(name, raw):
         raise ConfigError(f"parameters.{name}: an empty list (give at least one value)")
     if name == "algorithm":
         values = [v.lower() for v in values]
+    if name == "topology":          # the normalised spec ("TORUS:04x4" is "torus:4x4")
+        from golden_model.topology import parse_topology  # noqa: PLC0415
+        checked = []
+        for v in values:
+            try:
+                checked.append(parse_topology(v).spec)
+            except ConfigError as exc:
+                raise ConfigError(f"parameters.topology: {exc}") from None
+        values = checked
     if len(set(values)) != len(values):
         dup = next(v for v in values if values.count(v) > 1)
         raise ConfigError(f"parameters.{name}: {dup!r} is listed twice")
@@ -263,12 +293,6 @@ def _check_value(p, v):
         hi = f" and at most {p.high:,}" if p.high is not None else ""
         raise ConfigError(f"parameters.{p.name}: {v!r} must be at least {p.low:,}{hi} "
                           f"({p.help})")
-    if p.name == "topology":
-        from golden_model.topology import parse_topology  # noqa: PLC0415
-        try:
-            parse_topology(v)
-        except ConfigError as exc:
-            raise ConfigError(f"parameters.topology: {exc}") from None
 
 
 def _element_bytes(dtype):
@@ -302,7 +326,7 @@ def _options(doc, evaluations):
                           f"{', '.join(_RTL_OPTIONS)})")
     if "rtl" in evaluations:
         sim = rtl.get("simulator", "verilator")
-        if sim not in _RTL_OPTIONS["simulator"]:
+        if not isinstance(sim, str) or sim not in _RTL_OPTIONS["simulator"]:
             raise ConfigError(f"[rtl] simulator: {sim!r} is not one of "
                               f"{', '.join(_RTL_OPTIONS['simulator'])}")
         options["simulator"] = sim
@@ -312,7 +336,7 @@ def _options(doc, evaluations):
     if "cost" in evaluations:
         from ..synth import DEVICES  # noqa: PLC0415
         device = cost.get("device", _COST_DEFAULT)
-        if device != _COST_DEFAULT and device not in DEVICES:
+        if not isinstance(device, str) or (device != _COST_DEFAULT and device not in DEVICES):
             raise ConfigError(f"[cost] device: {device!r} is not {_COST_DEFAULT} or one of "
                               f"{', '.join(DEVICES)}")
         options["device"] = device
@@ -366,8 +390,9 @@ def _parse(doc, text):
         raise ConfigError(f"unknown key {sorted(unknown)[0]!r} (allowed: "
                           f"{', '.join(sorted(_TOP_KEYS))})")
     title = doc.get("title", "Exploration")
-    if not isinstance(title, str):
-        raise ConfigError(f"title: {title!r} is not a string")
+    if not isinstance(title, str) or not title.strip() or "\n" in title or "\r" in title:
+        raise ConfigError(f"title: {title!r} is not a non-empty single line of text")
+    title = title.strip()
     evals = doc.get("evaluations")
     if evals is None:
         raise ConfigError(f"'evaluations' is missing: a list of {', '.join(EVALUATIONS)}")
@@ -405,11 +430,13 @@ def _parse(doc, text):
               if not any(all(c[k] in vs for k, vs in rule.items()) for rule in excludes)]
     if not combos:
         raise ConfigError("every point is excluded by [[exclude]]")
+    from golden_model.compare import elements_for  # noqa: PLC0415
+    from golden_model.timing import TimingParams  # noqa: PLC0415
     for c in combos:
-        eb = _element_bytes(c["dtype"])
-        if c["size"] % eb:
-            raise ConfigError(f"parameters.size: {format_size(c['size'])} is not a whole "
-                              f"number of {eb}-byte elements")
+        try:        # the one check of a size: whole elements, at most MAX_ELEMENTS of them
+            elements_for(c["size"], TimingParams(element_bytes=_element_bytes(c["dtype"])))
+        except ConfigError as exc:
+            raise ConfigError(f"parameters.size: {exc}") from None
     return ExploreSpec(title, text, evaluations, _points(combos, evaluations, options))
 
 
@@ -454,7 +481,8 @@ def examples() -> dict:
 
 def resolve_spec_path(text) -> Path:
     """The spec file ``text`` names: a path, or a shipped example by its name or as
-    ``examples/NAME.toml`` (so the README's command works from a wheel install too).
+    ``examples/NAME.toml`` relative to the current folder when no such file is there (so the
+    README's command works from a wheel install too).
 
     Raises
     ------
@@ -466,7 +494,7 @@ def resolve_spec_path(text) -> Path:
         return path
     shipped = examples()
     name = path.stem if path.suffix == ".toml" else path.name
-    if name in shipped and (len(path.parts) == 1 or path.parent.name == "examples"):
+    if name in shipped and path.parent in (Path("."), Path("examples")):
         return shipped[name]
     what = "is a folder" if path.is_dir() else "does not exist"
     raise ConfigError(f"spec {text!r} {what}: give a TOML file or a shipped example "

@@ -43,6 +43,23 @@ CREATE TABLE IF NOT EXISTS points (
 """
 
 
+_COLUMNS = ("key", "params", "status", "figures", "error", "provenance", "finished_at")
+
+
+def _guarded(method):
+    """A ``Store`` method whose SQLite errors (a damaged file, a full disk) are one line."""
+    import functools  # noqa: PLC0415
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            raise EnvironmentFailure(f"results store {self.path}: {exc} (nothing more was "
+                                     f"written to it)") from None
+    return run
+
+
 class Store:
     """The SQLite store at ``path`` (created if missing).
 
@@ -59,6 +76,16 @@ class Store:
             self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.executescript(_SCHEMA)
+            columns = tuple(r[1] for r in self.db.execute("PRAGMA table_info(points)"))
+            if columns != _COLUMNS:
+                raise EnvironmentFailure(f"{self.path} is a SQLite database but not a results "
+                                         f"store of this tool (its points table has other "
+                                         f"columns): use another --out")
+            check = self.db.execute("PRAGMA quick_check").fetchall()
+            if check != [("ok",)]:
+                raise EnvironmentFailure(f"results store {self.path} is damaged ({check[0][0]}): "
+                                         f"use another --out (its readable rows can be "
+                                         f"copied with the sqlite3 command's .recover)")
             row = self.db.execute("SELECT value FROM meta WHERE name='version'").fetchone()
             if row is None:
                 self.db.execute("INSERT INTO meta VALUES ('version', ?)", (str(STORE_VERSION),))
@@ -79,13 +106,16 @@ class Store:
     def __exit__(self, *exc):
         self.close()
 
+    @_guarded
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM points").fetchone()[0]
 
+    @_guarded
     def done_keys(self) -> set:
         """Keys of the points that succeeded (``--resume`` skips them; failed ones run again)."""
         return {k for (k,) in self.db.execute("SELECT key FROM points WHERE status='ok'")}
 
+    @_guarded
     def put(self, key, params, figures, error, provenance):
         """Write one point in one transaction (replacing an earlier row of the same key)."""
         with self.db:
@@ -100,11 +130,13 @@ class Store:
                  json.dumps(figures, sort_keys=True), error,
                  json.dumps(provenance, sort_keys=True)))
 
+    @_guarded
     def set_meta(self, name, value):
         with self.db:
             self.db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET "
                             "value=excluded.value", (name, value))
 
+    @_guarded
     def rows(self, keys=None) -> list:
         """Every point (or those of ``keys``, in their order) as a dict: ``key``, ``params``,
         ``status``, ``figures``, ``error``, ``provenance``, ``finished_at``."""
@@ -123,7 +155,10 @@ class Store:
 def flatten(row) -> dict:
     """One export row: the parameters by name, then the figures, then ``status``, ``error``,
     provenance fields as ``provenance_<name>`` and ``finished_at``."""
-    out = dict(row["params"])
+    from .spec import PARAMETERS  # noqa: PLC0415 - the parameters in the spec's order
+    params = row["params"]
+    out = {k: params[k] for k in PARAMETERS if k in params}
+    out.update({k: v for k, v in params.items() if k not in out})
     out.update(row["figures"])
     out["status"] = row["status"]
     out["error"] = row["error"]
