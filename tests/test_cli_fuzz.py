@@ -42,6 +42,9 @@ def _refused(action):
         return ["", "   "]
     if t is options.size:
         return ["", "12XB", "-1", "0", "1.5", "9" * 30 + "GiB"]
+    if t is options.scheduler_address:
+        return ["", "garbage", "http://127.0.0.1:8786", "tcp://127.0.0.1:0",
+                "tcp://127.0.0.1:65536", "tcp://:8786"]
     if t is options.message_size:
         return ["", "abc", "-1", "1", "512", "256B", "1e400"]
     rng = getattr(t, "range", None)

@@ -303,12 +303,14 @@ class _DirectGrowth:
             for j, c in enumerate(cs):
                 self.child[p][1 << j] = c
                 self.adopters[c].append((p, ~(1 << j)))
-        self.all_bits = bytearray((1 << len(cs)) - 1 for cs in nbrs)
+        # Masks fit a byte up to 8 neighbours (every grid); a graph from a file may have more.
+        self.masks = bytearray if max(map(len, nbrs), default=0) <= 8 else list
+        self.all_bits = self.masks((1 << len(cs)) - 1 for cs in nbrs)
         # A parent adds at most kary - 1 children per step and at most one per link.
         self.cap = [min(kary - 1, len(cs)) for cs in nbrs]
         self.kary = kary
         self.trees = trees
-        self.outside = [bytearray(self.all_bits) for _ in range(n)]
+        self.outside = [self.masks(self.all_bits) for _ in range(n)]
         for r in range(n):
             for p, clear in self.adopters[r]:
                 self.outside[r][p] &= clear
@@ -335,7 +337,7 @@ class _DirectGrowth:
         start_size = [len(edges) + 1 for edges in trees]
         pcur = [0] * n                          # cursor over parents[r]
         scanned = self.scanned = [0] * n
-        free = bytearray(self.all_bits)
+        free = self.masks(self.all_bits)
         alive = {p for p in range(n) if free[p]}
         budget = self.cap[:]                    # children a parent may still add this step
         joins = [self.kary - 1] * n             # trees a node may still join this step

@@ -508,6 +508,37 @@ def one_chunk_bound(topology, num_elements, params):
             + params.retire_delay)
 
 
+def bandwidth_aware(topology):
+    """True where the links differ in bandwidth or the network is a graph from a file: there
+    ``build`` also times the bandwidth-aware tree packing (``packing``)."""
+    bandwidths = {bw for *_, bw in topology.graph.edges(data="bandwidth")}
+    return topology.family == "graph" or len(bandwidths) > 1
+
+
+def _consider_packing(topology, num_elements, params, meta, options, timed):
+    """Time the bandwidth-aware packing (``packing.pack_trees``) in 1, 2, 4, ... sub-chunks
+    per root while the time falls (within ``MAX_SUB_CHUNKS`` and ``MAX_TIMED_TRANSFERS``);
+    each one joins ``options`` as ``(cycles, transfers, order, schedule, ())``."""
+    from ..timing import in_arrival_order, simulate  # noqa: PLC0415
+    from .packing import pack_trees, packed_schedule  # noqa: PLC0415
+    n = topology.num_nodes
+    packing = pack_trees(topology)
+    k, previous = 1, None
+    while k <= MAX_SUB_CHUNKS and k * 2 * n * (n - 1) <= MAX_TIMED_TRANSFERS \
+            and k * n <= num_elements:
+        sched = packed_schedule(ALGORITHM, topology, num_elements, packing, k,
+                                {**meta, "method": "packing"}, validate=False)
+        if k > 1:
+            sched = in_arrival_order(sched, params)
+        cycles = simulate(sched, params).cycles
+        timed[f"packing/{k}"] = cycles
+        options.append((cycles, sched.num_transfers, len(options), sched, ()))
+        if previous is not None and cycles >= previous:
+            break
+        previous = cycles
+        k *= 2
+
+
 def build(topology, num_elements, params=None, sub_chunks=None):
     """MultiTree-opt all-reduce schedule on ``topology`` for ``num_elements`` elements per node:
     the fastest candidate by the timing model.
@@ -590,7 +621,8 @@ def build(topology, num_elements, params=None, sub_chunks=None):
         return (k <= MAX_SUB_CHUNKS and k * per_set <= MAX_TIMED_TRANSFERS
                 and k * n <= num_elements)
 
-    if method == "published" and not pipelining_fits(k):
+    aware = bandwidth_aware(topology)
+    if method == "published" and not pipelining_fits(k) and not aware:
         # One candidate: nothing to choose, so nothing to time.
         sched = make(method, [trees], 1, validate=True)
         sched.meta["timed"] = {}
@@ -606,6 +638,8 @@ def build(topology, num_elements, params=None, sub_chunks=None):
             break
         best = cycles
         k *= 2
+    if aware:
+        _consider_packing(topology, num_elements, params, meta, options, timed)
     cycles, _, _, sched, sets = min(options, key=lambda o: o[:3])
     for tree_set in sets:
         check_trees(topology, tree_set)

@@ -1,0 +1,85 @@
+"""Bandwidth-aware tree packing (``golden_model.algorithms.packing``): the arborescence against
+networkx's, the program's optimum against the reduce-scatter plus all-gather cut bound, the
+lowered schedule's sums and link loads, and multitree-opt's choice on the shipped machines."""
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from golden_model.algorithms import build_schedule
+from golden_model.algorithms.packing import _shares, min_arborescence, pack_trees, packed_schedule
+from golden_model.cutbound import cut_bound
+from golden_model.executor import execute
+from golden_model.timing import TimingParams, simulate
+from golden_model.topology import parse_topology
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 9), st.integers(0, 10**6), st.floats(0.2, 1.0))
+def test_arborescence_costs_what_networkx_finds(n, seed, density):
+    rng = np.random.default_rng(seed)
+    cost = np.where(rng.random((n, n)) < density, rng.integers(1, 50, (n, n)).astype(float),
+                    np.inf)
+    for v in range(1, n):           # reachable from 0: a path 0 -> 1 -> ... -> n-1
+        cost[v - 1, v] = min(cost[v - 1, v], 60.0)
+    parent = min_arborescence(cost, 0)
+    assert parent[0] == -1
+    mine = sum(cost[parent[v], v] for v in range(1, n))
+    g = nx.DiGraph()
+    g.add_weighted_edges_from((u, v, cost[u, v]) for u in range(n) for v in range(1, n)
+                              if u != v and np.isfinite(cost[u, v]))
+    theirs = nx.minimum_spanning_arborescence(g).size(weight="weight")
+    assert mine == pytest.approx(theirs)
+    # a tree: every vertex reaches the root
+    for v in range(n):
+        seen, u = set(), v
+        while u != -1:
+            assert u not in seen
+            seen.add(u)
+            u = parent[u]
+
+
+@pytest.mark.parametrize("spec", ["machine:dgx2", "machine:cloud-v100", "torus:4x4",
+                                  "fattree:4x2"])
+def test_packing_reaches_the_cut_bound(spec):
+    """The program's optimum, shards per GB/s over a link, equals ForestColl's bound
+    (all-gather and reduce-scatter ratios summed) computed independently by minimum cuts."""
+    topo = parse_topology(spec)
+    ag, rs = cut_bound(topo)
+    assert pack_trees(topo).bound == pytest.approx(float(ag.ratio + rs.ratio), rel=1e-6)
+
+
+def test_shares_follow_the_weights():
+    assert list(_shares([0.5, 0.25, 0.25], 8)) == [4, 2, 2]
+    assert sum(_shares([0.34, 0.33, 0.33], 10)) == 10
+
+
+@pytest.mark.parametrize("spec, k", [("machine:cloud-v100", 8), ("mesh:2x3", 4)])
+def test_packed_schedule_is_exact_and_within_its_links(spec, k):
+    topo = parse_topology(spec)
+    packing = pack_trees(topo)
+    sched = packed_schedule("multitree-opt", topo, 97 * topo.num_nodes, packing, k)
+    rng = np.random.default_rng(3)
+    data = rng.integers(-500, 500, (topo.num_nodes, sched.num_elements), dtype=np.int32)
+    assert (execute(sched, data) == data.sum(axis=0, dtype=np.int32)).all()
+    params = TimingParams()
+    cycles = simulate(sched, params).cycles
+    load = {}
+    for _, t in sched.transfers():
+        for link in t.route:
+            load[link] = load.get(link, 0) + sched.chunk_elements(t.chunk) * 4
+    assert all(b / topo.link_bandwidth(link) <= cycles for link, b in load.items())
+
+
+@pytest.mark.parametrize("machine", ["dgx2", "cloud-v100"])
+def test_multitree_opt_times_the_packing_on_the_machines(machine):
+    topo = parse_topology(f"machine:{machine}")
+    params = TimingParams()
+    elements = (64 << 20) // 4
+    opt = build_schedule("multitree-opt", topo, elements, params)
+    published = build_schedule("multitree", topo, elements, params)
+    assert any(name.startswith("packing/") for name in opt.meta["timed"])
+    assert opt.meta["cycles"] == simulate(opt, params).cycles
+    assert opt.meta["cycles"] < simulate(published, params).cycles
