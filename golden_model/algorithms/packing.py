@@ -1,8 +1,9 @@
 """Bandwidth-aware tree packing: the trees ``multitree-opt`` uses where links are unequal or the
 network is any graph (a file's, a shipped machine's).
 
-Each root ``r`` broadcasts its shard (all-gather) over a weighted set of spanning trees of the
-endpoints, and the same trees reversed carry the reduce-scatter. A tree edge ``p -> c`` is a
+Each root ``r`` broadcasts its shard (all-gather) over a weighted set of spanning out-trees of
+the endpoints, and gathers its shard's partial sums (reduce-scatter) over a weighted set of
+in-trees (links of unequal bandwidth each way make the best trees of the two phases differ). A tree edge ``p -> c`` is a
 transfer from endpoint ``p`` to ``c`` over one of the fewest-hop paths between them that pass
 through switches only (on a network without switches: a link), so a switch forwards but never
 merges or copies, as everywhere in this toolkit. The weights minimise the pipelined time bound
@@ -10,7 +11,8 @@ merges or copies, as everywhere in this toolkit. The weights minimise the pipeli
 together, by a linear program over trees:
 
     minimise T  subject to  sum_t x_t * load_t(e) <= T * bw(e)   for every link e,
-                            sum_{t of root r} x_t = 1            for every root r,  x >= 0,
+                            sum_{t of root r, phase p} x_t = 1   for every root and phase,
+                            x >= 0,
 
 solved by column generation (the standard way to pack spanning trees, as in ForestColl's
 optimality argument): from the program's dual prices of the links, each root's cheapest spanning
@@ -23,7 +25,8 @@ way do.
 :func:`packed_schedule` lowers a packing: each root's data in ``k`` sub-chunks, the sub-chunks
 shared among its trees in proportion to their weights (largest remainders), sub-chunk ``s``
 started ``s`` steps after sub-chunk 0, each tree edge at its child's depth (the lowering of
-``trees.forests_to_schedule``).
+``trees.forests_to_schedule``), the reduce-scatter's trees and the all-gather's each shared
+by their own weights.
 """
 
 from __future__ import annotations
@@ -47,20 +50,23 @@ MAX_ROUTES = 8
 
 @dataclasses.dataclass(frozen=True)
 class Packing:
-    """Trees and weights per root.
+    """Trees and weights per root, one set for each phase.
 
     Attributes
     ----------
-    trees : list of list of (float, tuple)
-        ``trees[r]``: ``(weight, edges)`` pairs, weights summing to 1, ``edges`` a tuple of
-        ``(parent, child, route)`` (route: the directed links, in order).
+    all_gather, reduce_scatter : list of list of (float, tuple)
+        ``[r]``: ``(weight, edges)`` pairs, weights summing to 1, ``edges`` a tuple of
+        ``(parent, child, route)``: in the all-gather the parent sends the child its copy over
+        ``route``, in the reduce-scatter the child sends the parent its partial sum over
+        ``route`` (the directed links, in order).
     bound : float
         The program's optimum T: the busiest link's load over its bandwidth, in shards per
         GB/s (an all-reduce of D bytes per node then takes at least ``D / N * bound`` ns).
     rounds : int
         Column-generation rounds run.
     """
-    trees: list
+    all_gather: list
+    reduce_scatter: list
     bound: float
     rounds: int
 
@@ -157,7 +163,9 @@ def _routes(topology):
 
 
 def pack_trees(topology, rounds=MAX_ROUNDS) -> Packing:
-    """The bandwidth-aware packing of ``topology`` (module docstring).
+    """The bandwidth-aware packing of ``topology`` (module docstring): all-gather trees
+    (out-trees from each root) and reduce-scatter trees (in-trees to it) priced apart, so
+    that on links of unequal bandwidth each way each phase takes its own best trees.
 
     Raises
     ------
@@ -171,70 +179,74 @@ def pack_trees(topology, rounds=MAX_ROUNDS) -> Packing:
     link_id = {link: i for i, link in enumerate(links)}
     bw = np.array([g.edges[link]["bandwidth"] for link in links], dtype=float)
     options = _routes(topology)
-    pairs = list(options)
-    # Per pair and route: the link ids it loads, both ways (all-gather forward, the
-    # reduce-scatter on the reversed links).
-    loads = {pair: [np.array([link_id[l] for l in route] + [link_id[(l[1], l[0])]
-                                                           for l in route])
-                     for route in routes] for pair, routes in options.items()}
+    # Per pair (u, v) and route option: the ids of the links a transfer u -> v loads.
+    loads = {pair: [np.array([link_id[link] for link in route]) for route in routes]
+             for pair, routes in options.items()}
 
-    def cheapest(price, root):
+    def cheapest(price, root, phase):
+        # Edge p -> c of the arborescence: the transfer p -> c (all-gather) or c -> p
+        # (reduce-scatter), over its cheapest route.
         cost = np.full((n, n), np.inf)
         best = {}
-        for (u, v) in pairs:
-            if v == root:
+        for (u, v), ids in loads.items():
+            p, c = (u, v) if phase == "ag" else (v, u)
+            if c == root:
                 continue
-            costs = [price[ids].sum() for ids in loads[(u, v)]]
+            costs = [price[i].sum() for i in ids]
             k = int(np.argmin(costs))
-            cost[u, v] = costs[k] + 1e-12       # a tie prefers fewer edges of equal price
-            best[(u, v)] = k
+            cost[p, c] = costs[k] + 1e-12       # a tie prefers fewer edges of equal price
+            best[(p, c)] = k
         parent = min_arborescence(cost, root)
-        edges = tuple((int(parent[v]), v, best[(int(parent[v]), v)])
-                      for v in range(n) if v != root)
+        edges = tuple((int(parent[c]), c, best[(int(parent[c]), c)])
+                      for c in range(n) if c != root)
         load = np.zeros(len(links))
         for p, c, k in edges:
-            np.add.at(load, loads[(p, c)][k], 1.0)
+            np.add.at(load, loads[(p, c) if phase == "ag" else (c, p)][k], 1.0)
         return edges, load
 
-    columns = []                         # (root, edges, load)
+    phases = ("ag", "rs")
+    columns = []                         # (phase, root, edges, load)
     price = 1.0 / bw
-    for r in range(n):
-        columns.append((r, *cheapest(price, r)))
+    for phase in phases:
+        for r in range(n):
+            columns.append((phase, r, *cheapest(price, r, phase)))
     for rounds_run in range(1, rounds + 1):
         m = len(columns)
         objective = np.zeros(m + 1)
         objective[-1] = 1.0
         a_ub = np.zeros((len(links), m + 1))
-        for j, (_, _, load) in enumerate(columns):
+        a_eq = np.zeros((2 * n, m + 1))
+        for j, (phase, r, _, load) in enumerate(columns):
             a_ub[:, j] = load
+            a_eq[phases.index(phase) * n + r, j] = 1.0
         a_ub[:, -1] = -bw
-        a_eq = np.zeros((n, m + 1))
-        for j, (r, _, _) in enumerate(columns):
-            a_eq[r, j] = 1.0
         result = linprog(objective, A_ub=a_ub, b_ub=np.zeros(len(links)), A_eq=a_eq,
-                         b_eq=np.ones(n), bounds=[(0, None)] * (m + 1), method="highs")
+                         b_eq=np.ones(2 * n), bounds=[(0, None)] * (m + 1), method="highs")
         if result.status != 0:          # pragma: no cover - the program is always feasible
             raise RuntimeError(f"tree packing program: {result.message}")
         price = np.maximum(-result.ineqlin.marginals, 0.0)
         mu = result.eqlin.marginals
         added = 0
-        for r in range(n):
-            edges, load = cheapest(price, r)
-            if load @ price - mu[r] < -1e-9 * max(1.0, abs(mu[r])):
-                columns.append((r, edges, load))
-                added += 1
+        for pi, phase in enumerate(phases):
+            for r in range(n):
+                edges, load = cheapest(price, r, phase)
+                dual = mu[pi * n + r]
+                if load @ price - dual < -1e-9 * max(1.0, abs(dual)):
+                    columns.append((phase, r, edges, load))
+                    added += 1
         if not added:
             break
-    x = result.x[:-1]
-    trees = [[] for _ in range(n)]
-    for (r, edges, _), weight in zip(columns, x):
+    trees = {phase: [[] for _ in range(n)] for phase in phases}
+    for (phase, r, edges, _), weight in zip(columns, result.x[:-1]):
         if weight > 1e-9:
-            routed = tuple((p, c, options[(p, c)][k]) for p, c, k in edges)
-            trees[r].append((float(weight), routed))
-    for r in range(n):
-        total = sum(w for w, _ in trees[r])
-        trees[r] = [(w / total, e) for w, e in trees[r]]
-    return Packing(trees, float(result.x[-1]), rounds_run)
+            routed = tuple((p, c, options[(p, c) if phase == "ag" else (c, p)][k])
+                           for p, c, k in edges)
+            trees[phase][r].append((float(weight), routed))
+    for phase in phases:
+        for r in range(n):
+            total = sum(w for w, _ in trees[phase][r])
+            trees[phase][r] = [(w / total, e) for w, e in trees[phase][r]]
+    return Packing(trees["ag"], trees["rs"], float(result.x[-1]), rounds_run)
 
 
 def _shares(weights, k):
@@ -261,39 +273,44 @@ def _depths(edges, root):
     return depth
 
 
+def _per_sub_chunk(trees, k):
+    """The tree of each of ``k`` sub-chunks: shares by weight, the trees interleaved (each at
+    evenly spaced sub-chunks), so that every stretch of the pipeline loads the links as the
+    weights do on average."""
+    shares = _shares([w for w, _ in trees], k)
+    order = [t for _, t in sorted(((i + 0.5) / count, t) for t, count in enumerate(shares)
+                                  for i in range(count))]
+    return [trees[t][1] for t in order]
+
+
 def packed_schedule(algorithm, topology, num_elements, packing, sub_chunks, meta=None,
                     validate=True):
     """Lower ``packing`` with ``sub_chunks`` sub-chunks per root (module docstring).
 
-    Chunk ``r * k + s`` is sub-chunk ``s`` of root ``r``; a child at depth ``d`` of its tree
-    sends its REDUCE at step ``s + T - d`` and receives its COPY at step ``s + T + d - 1``,
-    with ``T`` the deepest tree: ``2T + k - 1`` steps. Within a step, transfers go by
-    sub-chunk, then root, then depth.
+    Chunk ``r * k + s`` is sub-chunk ``s`` of root ``r``. With ``R`` and ``A`` the deepest
+    reduce-scatter and all-gather trees, a child at depth ``d`` of its reduce-scatter tree
+    sends its REDUCE at step ``s + R - d`` and a child at depth ``d`` of its all-gather tree
+    receives its COPY at step ``s + R + d - 1``: ``R + A + k - 1`` steps. Within a step,
+    transfers go by sub-chunk, then root, then depth.
 
     Returns
     -------
     AllReduceSchedule
-        ``meta``: ``tree_steps`` (T), ``sub_chunks``, ``trees`` (trees with a sub-chunk),
-        ``packing_bound`` (the program's T).
+        ``meta``: ``tree_steps`` (``max(R, A)``), ``sub_chunks``, ``trees`` (trees that carry
+        a sub-chunk), ``packing_bound`` (the program's T).
     """
     n = topology.num_nodes
     k = sub_chunks
-    per_root = []
-    for r in range(n):
-        shares = _shares([w for w, _ in packing.trees[r]], k)
-        # Trees interleaved (each at evenly spaced sub-chunks), so that every stretch of the
-        # pipeline loads the links as the weights do on average.
-        order = [t for _, t in sorted(((i + 0.5) / count, t) for t, count in enumerate(shares)
-                                      for i in range(count))]
-        per_root.append([packing.trees[r][t][1] for t in order])
+    ag = [_per_sub_chunk(packing.all_gather[r], k) for r in range(n)]
+    rs = [_per_sub_chunk(packing.reduce_scatter[r], k) for r in range(n)]
     depth_of = {}
-    deepest = 1
     for r in range(n):
-        for edges in per_root[r]:
+        for edges in ag[r] + rs[r]:
             if id(edges) not in depth_of:
                 depth_of[id(edges)] = _depths(edges, r)
-                deepest = max(deepest, max(depth_of[id(edges)].values()))
-    steps = [[] for _ in range(2 * deepest + k - 1)]
+    deepest_rs = max((max(depth_of[id(e)].values()) for t in rs for e in t), default=1)
+    deepest_ag = max((max(depth_of[id(e)].values()) for t in ag for e in t), default=1)
+    steps = [[] for _ in range(deepest_rs + deepest_ag + k - 1)]
     live = (np.diff(chunk_bounds(num_elements, n * k)) > 0).tolist()
     used = set()
     for s in range(k):
@@ -301,15 +318,17 @@ def packed_schedule(algorithm, topology, num_elements, packing, sub_chunks, meta
             chunk = r * k + s
             if not live[chunk]:
                 continue
-            edges = per_root[r][s]
-            used.add(id(edges))
-            depth = depth_of[id(edges)]
-            for p, c, route in sorted(edges, key=lambda e: depth[e[1]]):
-                d = depth[c]
-                back = tuple((b, a) for a, b in reversed(route))
-                steps[s + deepest - d].append(Transfer(c, p, chunk, Op.REDUCE, back, r))
-                steps[s + deepest + d - 1].append(Transfer(p, c, chunk, Op.COPY, route, r))
-    meta = {"tree_steps": deepest, "sub_chunks": k, "trees": len(used),
+            for edges, phase in ((rs[r][s], Op.REDUCE), (ag[r][s], Op.COPY)):
+                used.add(id(edges))
+                depth = depth_of[id(edges)]
+                for p, c, route in sorted(edges, key=lambda e: depth[e[1]]):
+                    d = depth[c]
+                    if phase is Op.REDUCE:
+                        steps[s + deepest_rs - d].append(Transfer(c, p, chunk, phase, route, r))
+                    else:
+                        steps[s + deepest_rs + d - 1].append(
+                            Transfer(p, c, chunk, phase, route, r))
+    meta = {"tree_steps": max(deepest_rs, deepest_ag), "sub_chunks": k, "trees": len(used),
             "packing_bound": packing.bound, **(meta or {})}
     return AllReduceSchedule.build(algorithm, topology, num_elements, n * k, steps,
                                    validate=validate, contention_free=False, meta=meta)
