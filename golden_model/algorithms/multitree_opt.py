@@ -109,6 +109,11 @@ MAX_SUB_CHUNKS = 64
 #: ``allreduce-rtl report``, which builds multitree-opt for every bucket and sweep size, near
 #: 90 s.
 MAX_TIMED_TRANSFERS = 70_000
+#: Largest packing candidate (transfers) ``build`` times where links differ or the network is
+#: a graph (``bandwidth_aware``): those networks have no closed-form trees, and a 64-node graph
+#: needs 32 sub-chunks (258,048 transfers, about 2 s to build and time) to come near its
+#: packing's bound (``scripts/irregular_table.py``).
+MAX_PACKING_TRANSFERS = 300_000
 #: Seeded restarts of the translation method when the deterministic run misses the bound.
 TRANSLATION_RESTARTS = 8
 _FORBIDDEN = 0.0   # weight of an impossible pair (valid ones are positive)
@@ -517,14 +522,14 @@ def bandwidth_aware(topology):
 
 def _consider_packing(topology, num_elements, params, meta, options, timed):
     """Time the bandwidth-aware packing (``packing.pack_trees``) in 1, 2, 4, ... sub-chunks
-    per root while the time falls (within ``MAX_SUB_CHUNKS`` and ``MAX_TIMED_TRANSFERS``);
+    per root while the time falls (within ``MAX_SUB_CHUNKS`` and ``MAX_PACKING_TRANSFERS``);
     each one joins ``options`` as ``(cycles, transfers, order, schedule, ())``."""
     from ..timing import in_arrival_order, simulate  # noqa: PLC0415
     from .packing import pack_trees, packed_schedule  # noqa: PLC0415
     n = topology.num_nodes
     packing = pack_trees(topology)
     k, previous = 1, None
-    while k <= MAX_SUB_CHUNKS and k * 2 * n * (n - 1) <= MAX_TIMED_TRANSFERS \
+    while k <= MAX_SUB_CHUNKS and k * 2 * n * (n - 1) <= MAX_PACKING_TRANSFERS \
             and k * n <= num_elements:
         sched = packed_schedule(ALGORITHM, topology, num_elements, packing, k,
                                 {**meta, "method": "packing"}, validate=False)
