@@ -67,7 +67,19 @@ ROUTED_PORT_DELAY = 1
 
 def hardware_topology(topology, config):
     """``topology`` with every link as the hardware builds it: ``config.link_latency`` cycles
-    and one flit per cycle (``flit_width / 8`` GB/s at 1 GHz)."""
+    and one flit per cycle (``flit_width / 8`` GB/s at 1 GHz). A graph's links are built alike
+    too (its bandwidths and latencies are not built as link widths yet), parallel links as
+    that many ports."""
+    if topology.family == "graph":
+        import copy  # noqa: PLC0415
+        hw = copy.copy(topology)
+        hw.graph = topology.graph.copy()
+        hw._routes = {}
+        port = float(config.flit_width // 8)
+        for _, _, attrs in hw.graph.edges(data=True):
+            attrs.update(bandwidth=port * attrs.get("count", 1), port_bandwidth=port,
+                         latency=int(config.link_latency))
+        return hw
     return parse_topology(topology.spec, link_bandwidth=float(config.flit_width // 8),
                           link_latency=int(config.link_latency))
 
@@ -249,6 +261,21 @@ def _plan_run(topology, algorithm, elements, config, hw_topology, timing, schedu
     return PlannedRun(str(algorithm), elements, schedule, lowered, expected, lb.cycles)
 
 
+def _check_deadlock_free(topology):
+    """Refuse, before any hardware is built, a table-routed network whose routes the routers
+    cannot carry without deadlock: ``hdl.router.routing.switch_tables`` checks the channel
+    dependency graph and gives switch-to-switch hops into the destination's switch a second
+    virtual-channel class where one class leaves a cycle; a cycle that remains with two classes
+    (or routes that are not destination-based) is refused here in one line."""
+    if topology.router_kind != "table":
+        return                  # grid routers: dateline classes on the wrap links
+    from hdl.router.routing import switch_tables  # noqa: PLC0415
+    try:
+        switch_tables(topology)
+    except ValueError as exc:
+        raise ConfigError(f"cannot build routers for {topology.spec}: {exc}") from None
+
+
 def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[int] | int, *,
                   dtype=None, flow_control="message", link_latency=None, router=False,
                   **config_overrides) -> HardwarePlan:
@@ -310,6 +337,7 @@ def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[
                       f"needs routers, but")
     if reason is not None:
         check_routable(topology, reason)
+        _check_deadlock_free(topology)
     if dtype is None:
         etype = element_type(DEFAULT_DTYPE if reason is None else ROUTED_DEFAULT_DTYPE)
     try:

@@ -223,3 +223,62 @@ def test_link_classes_on_the_command_line(capsys):
     assert "class 'wrap' is not one of mesh's: default" in capsys.readouterr().err
     assert main(["compare", "-t", "machine:dgx2", "--link-bandwidth", "node=3"]) == 2
     assert "a file gives each link its own" in capsys.readouterr().err
+
+
+def _switch_ring(tmp_path, switches, bandwidths=None):
+    """One endpoint on each of ``switches`` switches joined in a ring."""
+    links = [(i, f"s{i}", {}) for i in range(switches)]
+    for i in range(switches):
+        bw = {"bandwidth": bandwidths[i]} if bandwidths else {}
+        links.append((f"s{i}", f"s{(i + 1) % switches}", bw))
+    net = _net([x for u, v, a in links for x in ((u, v, a), (v, u, a))])
+    return _write(tmp_path, net, f"ring{switches}.json")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(irregular())
+def test_graph_routes_are_destination_based(tmp_path, net):
+    """Where two routes to one destination meet, they go on alike (table routers decide by
+    destination alone), and every route is a fewest-hop path."""
+    topo = parse_topology(_write(tmp_path, net))
+    g = topo.graph
+    for dst in topo.nodes:
+        after = {}
+        for src in topo.nodes:
+            route = topo.route(src, dst)
+            path = [src] + [v for _, v in route]
+            assert path[-1] == dst and all(g.has_edge(*link) for link in route)
+            if src != dst:
+                assert len(route) == nx.shortest_path_length(g, src, dst)
+            for here, there in zip(path, path[1:]):
+                assert after.setdefault(here, there) == there
+
+
+def test_routes_that_deadlock_are_refused_before_any_verilog(tmp_path, capsys):
+    """Seven switches in a ring: the fewest-hop routes chain switch-to-switch hops all the way
+    round, a channel dependency cycle that two VC classes do not break."""
+    spec = _switch_ring(tmp_path, 7)
+    out = tmp_path / "gen"
+    assert main(["generate", "-t", spec, "-a", "multitree", "--elements", "70", "--out",
+                 str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "channel dependency cycle" in err[0] and "('s0', 's1')" in err[0]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("sim", ["icarus", pytest.param("verilator", marks=pytest.mark.slow)])
+def test_an_irregular_network_runs_in_hardware(tmp_path, capsys, sim):
+    """Three switches in a ring with links of 8, 16 and 32 GB/s (built at the hardware's one
+    flit per cycle), two endpoints each: MultiTree and ring bit for bit."""
+    links = []
+    for i, sw in enumerate(("s0", "s0", "s1", "s1", "s2", "s2")):
+        links += [(i, sw, {}), (sw, i, {})]
+    for (a, b), bw in zip((("s0", "s1"), ("s1", "s2"), ("s2", "s0")), (8.0, 16.0, 32.0)):
+        links += [(a, b, {"bandwidth": bw}), (b, a, {"bandwidth": bw})]
+    spec = _write(tmp_path, _net(links), "three.json")
+    assert main(["demo", "-t", spec, "--elements", "96", "--link-latency", "2", "--simulator",
+                 sim, "--json", "--out", str(tmp_path / "demo"),
+                 "--build-dir", str(tmp_path / "build")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verified"] and report["config"]["routed"]
+    assert all(r["verified"] and r["mismatches"] == 0 for r in report["results"])

@@ -41,6 +41,34 @@ class GraphFamily(Family):
     def graph(self, dims, bandwidth, latency):
         return self._graph
 
+    def route(self, topo, src, dst):
+        """Destination-based fewest-hop routes (a table router decides by destination alone):
+        toward each destination a tree of next hops, found breadth first from it over the
+        reversed links, each vertex taking, of its successors one hop nearer, the one at
+        index ``dst mod count`` (ids in natural order), which spreads destinations over
+        equal paths."""
+        nxt = self._next_hops(dst)
+        path = [src]
+        while path[-1] != dst:
+            path.append(nxt[path[-1]])
+        return path
+
+    def _next_hops(self, dst):
+        cache = self.__dict__.setdefault("_toward", {})
+        if dst not in cache:
+            import networkx as nx  # noqa: PLC0415
+            dist = nx.single_source_shortest_path_length(self._graph.reverse(copy=False), dst)
+            hops = {}
+            for v, d in dist.items():
+                if v == dst:
+                    continue
+                nearer = sorted((w for w in self._graph.successors(v) if dist.get(w) == d - 1),
+                                key=lambda w: (isinstance(w, str), str(w) if isinstance(w, str)
+                                               else w))
+                hops[v] = nearer[dst % len(nearer)]
+            cache[dst] = hops
+        return cache[dst]
+
     def ring_order(self, topo):
         """A depth-first walk from endpoint 0 over the whole graph (neighbours in id order),
         endpoints in the order it reaches them: consecutive endpoints are near each other
