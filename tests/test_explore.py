@@ -527,3 +527,15 @@ def test_a_scheduler_without_workers_is_one_line(tmp_path, capsys, monkeypatch):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_spec_files_odd_and_ordinary(tmp_path):
+    bom = tmp_path / "bom.toml"
+    bom.write_bytes(b"\xef\xbb\xbf" + b"evaluations = 'model'\n[parameters]\ntopology = 'ring:4'\n"
+                    b"algorithm = 'ring'\nsize = 1024\n")
+    assert len(load_spec(str(bom)).points) == 1
+    with pytest.raises(ConfigError, match="is not a regular file"):
+        load_spec("/dev/null")
+    with pytest.raises(ConfigError, match=r"\[\[exclude\]\] #1 .* matches no point"):
+        parse_spec("evaluations = 'model'\n[parameters]\ntopology = 'ring:4'\n"
+                   "algorithm = 'ring'\nsize = 1024\n[[exclude]]\ntopology = 'ring:5'")

@@ -426,6 +426,10 @@ def _parse(doc, text):
     if total > MAX_POINTS:
         raise ConfigError(f"the parameters make {total:,} points, more than {MAX_POINTS:,}")
     combos = [dict(zip(values, combo)) for combo in itertools.product(*values.values())]
+    for i, rule in enumerate(excludes):
+        if not any(all(c[k] in vs for k, vs in rule.items()) for c in combos):
+            shown = ", ".join(f"{k} = {sorted(vs, key=str)}" for k, vs in rule.items())
+            raise ConfigError(f"[[exclude]] #{i + 1} ({shown}) matches no point: a typo?")
     combos = [c for c in combos
               if not any(all(c[k] in vs for k, vs in rule.items()) for rule in excludes)]
     if not combos:
@@ -492,6 +496,8 @@ def resolve_spec_path(text) -> Path:
     path = Path(text)
     if path.is_file():
         return path
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"spec {text!r} is not a regular file")
     shipped = examples()
     name = path.stem if path.suffix == ".toml" else path.name
     if name in shipped and path.parent in (Path("."), Path("examples")):
@@ -511,8 +517,10 @@ def load_spec(text) -> ExploreSpec:
         is not UTF-8.
     """
     path = resolve_spec_path(text)
+    if not path.is_file():
+        raise ConfigError(f"spec {str(text)!r} is not a regular file")
     try:
-        source = path.read_text(encoding="utf-8")
+        source = path.read_text(encoding="utf-8-sig")     # a byte-order mark is dropped
     except UnicodeDecodeError:
         raise ConfigError(f"spec {str(path)!r} is not UTF-8 text (TOML is UTF-8)") from None
     except OSError as exc:
