@@ -41,8 +41,8 @@ def test_arborescence_costs_what_networkx_finds(n, seed, density):
             u = parent[u]
 
 
-@pytest.mark.parametrize("spec", ["machine:dgx2", "machine:cloud-v100", "torus:4x4",
-                                  "fattree:4x2"])
+@pytest.mark.parametrize("spec", [pytest.param("machine:dgx2", marks=pytest.mark.slow),
+                                  "machine:cloud-v100", "torus:4x4", "fattree:4x2"])
 def test_packing_reaches_the_cut_bound(spec):
     """The program's optimum, shards per GB/s over a link, equals ForestColl's bound
     (all-gather and reduce-scatter ratios summed) computed independently by minimum cuts."""
@@ -73,7 +73,8 @@ def test_packed_schedule_is_exact_and_within_its_links(spec, k):
     assert all(b / topo.link_bandwidth(link) <= cycles for link, b in load.items())
 
 
-@pytest.mark.parametrize("machine", ["dgx2", "cloud-v100"])
+@pytest.mark.parametrize("machine", [pytest.param("dgx2", marks=pytest.mark.slow),
+                                     "cloud-v100"])
 def test_multitree_opt_times_the_packing_on_the_machines(machine):
     topo = parse_topology(f"machine:{machine}")
     params = TimingParams()

@@ -146,7 +146,8 @@ def _respects_bandwidth(schedule, params):
     return cycles
 
 
-@pytest.mark.parametrize("machine", sorted(MACHINES))
+@pytest.mark.parametrize("machine", [pytest.param(m, marks=pytest.mark.slow) if m == "dgx2"
+                                     else m for m in sorted(MACHINES)])
 def test_machines_run_every_algorithm_exactly(machine):
     topo = parse_topology(f"machine:{machine}")
     params = TimingParams()
