@@ -4,6 +4,7 @@ arguments and returns an exit code."""
 import functools
 import math
 import sys
+from pathlib import Path
 
 from golden_model.algorithms import ALGORITHMS, build_schedule, parse_algorithms
 from golden_model.authors import MESSAGE_SIZES, authors_params
@@ -157,7 +158,10 @@ def cmd_schedule(args):
     file = options.schedule_file(args)
     if args.write_topology is not None:
         from golden_model.topology_file import write_topology  # noqa: PLC0415
-        check_writable_file(args.write_topology)
+        target = check_writable_file(args.write_topology)
+        if args.out is not None and check_writable_file(args.out) == target:
+            raise ConfigError(f"--out and --write-topology both name {args.write_topology!r}: "
+                              f"give the schedule and the topology a file each")
         topology_text = write_topology(topo, args.write_topology)
         if file is None and args.algorithm is None:
             atomic_write(args.write_topology, topology_text)
@@ -238,7 +242,10 @@ def cmd_sweep(args):
     for s in sizes:
         elements_for(s, params)
     names = _algorithms(args)
-    folder = args.out if args.out is not None else f"out/sweep-{topo.spec.replace(':', '-')}"
+    from golden_model.topology_file import is_file_spec  # noqa: PLC0415
+    name = Path(topo.spec).stem if is_file_spec(topo.spec) and topo.family == "graph" \
+        and not topo.spec.startswith("machine:") else topo.spec.replace(":", "-")
+    folder = args.out if args.out is not None else f"out/sweep-{name}"
     with removed_if_left_empty(folder):     # a failed sweep leaves no empty folder behind
         return _sweep(args, topo, params, sizes, names, ensure_folder(folder))
 

@@ -72,7 +72,8 @@ def _path(spec):
     path = Path(text)
     if not path.is_file():
         what = "is a folder" if path.is_dir() else "does not exist"
-        raise ConfigError(f"topology file {text!r} {what}")
+        raise ConfigError(f"topology file {text!r} {what}" if not path.exists() or path.is_dir()
+                          else f"topology file {text!r} is not a regular file")
     return path
 
 
@@ -80,8 +81,9 @@ def _load(path):
     where = str(path)
     try:
         if path.suffix.lower() == ".graphml":
+            _check_graphml(path, where)
             return nx.read_graphml(path), where
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"topology file {where!r} is not JSON: {exc}") from None
     except (OSError, nx.NetworkXError, ValueError, KeyError, ElementTree.ParseError) as exc:
@@ -122,6 +124,30 @@ def _load(path):
     return graph, where
 
 
+def _check_graphml(path, where):
+    """What ``networkx.read_graphml`` would merge silently, refused as the JSON reader refuses
+    it: a node or a link listed twice, a link naming a node that is not declared."""
+    ns = "{http://graphml.graphdrawing.org/xmlns}"
+    root = ElementTree.parse(path).getroot()
+    nodes, links = set(), set()
+    for graph in root.iter(f"{ns}graph"):
+        for node in graph.iter(f"{ns}node"):
+            v = node.get("id")
+            if v in nodes:
+                raise ConfigError(f"topology file {where!r}: node {v!r} is listed twice")
+            nodes.add(v)
+        for edge in graph.iter(f"{ns}edge"):
+            u, v = edge.get("source"), edge.get("target")
+            for end in (u, v):
+                if end not in nodes:
+                    raise ConfigError(f"topology file {where!r}: link {u!r}->{v!r} names node "
+                                      f"{end!r}, which is not declared")
+            if (u, v) in links:
+                raise ConfigError(f"topology file {where!r}: link {u!r}->{v!r} is listed twice "
+                                  f"(parallel links are one link with a 'count')")
+            links.add((u, v))
+
+
 def _order(ids):
     """Ids in natural order: numbers by value first, then text with its digit runs compared
     as numbers (``s2`` before ``s10``), so the ids this module writes keep their names."""
@@ -153,7 +179,16 @@ def read_topology(spec, link_bandwidth, link_latency):
     if not raw.is_directed():
         raw = raw.to_directed()
     kinds = {}
+    texts = {}
     for v, attrs in raw.nodes(data=True):
+        unknown = set(attrs) - {"kind", "label"}
+        if unknown:
+            raise ConfigError(f"topology file {where!r}: node {v!r} has unknown attribute "
+                              f"{sorted(unknown)[0]!r} (allowed: kind)")
+        if str(v) in texts:
+            raise ConfigError(f"topology file {where!r}: node ids {texts[str(v)]!r} and {v!r} "
+                              f"are the same name; give them different ones")
+        texts[str(v)] = v
         kind = attrs.get("kind", "node")
         if kind not in ("node", "switch"):
             raise ConfigError(f"topology file {where!r}: node {v!r} has kind {kind!r}; "
@@ -195,12 +230,19 @@ def read_topology(spec, link_bandwidth, link_latency):
                               f"to {MAX_LINK_COUNT}, not {count!r}")
         graph.add_edge(names[u], names[v], bandwidth=bw * count, latency=lat, count=count,
                        port_bandwidth=bw)
-    for v in graph.nodes:
+    for u, v in graph.edges:
+        if not graph.has_edge(v, u):
+            label = {x: graph.nodes[x].get("label", x) for x in (u, v)}
+            raise ConfigError(f"topology file {where!r}: link {label[u]!r}->{label[v]!r} has no "
+                              f"link back {label[v]!r}->{label[u]!r} (the all-reduce sends both "
+                              f"ways over a link: partial sums toward a root, results away from "
+                              f"it; the two directions may differ in bandwidth and latency)")
+    for v in graph.nodes if graph.number_of_nodes() > 1 else ():
         if not graph.out_degree(v) or not graph.in_degree(v):
             label = graph.nodes[v].get("label", v)
             raise ConfigError(f"topology file {where!r}: node {label!r} has no link "
                               f"{'out' if not graph.out_degree(v) else 'in'}")
-    if not nx.is_strongly_connected(graph):
+    if graph.number_of_nodes() > 1 and not nx.is_strongly_connected(graph):
         comps = list(nx.strongly_connected_components(graph))
         a, b = (min(c, key=str) for c in comps[:2])
         label = {v: graph.nodes[v].get("label", v) for v in (a, b)}

@@ -95,12 +95,43 @@ BOTH = lambda a, b, **k: [(a, b, k), (b, a, k)]     # noqa: E731
     ({"nodes": [{"id": 0, "kind": "gpu"}], "links": []}, "node 0 has kind 'gpu'"),
     (_net(BOTH("s0", "s1")), "has no endpoint"),
     (_net(BOTH(0, 1) + BOTH(2, 3)), "cannot reach"),
-    (_net(BOTH(0, 1) + [(1, 2, {})]), "node 2 has no link out"),
+    ({"nodes": [{"id": 0}, {"id": 1}], "links": []}, "node 0 has no link out"),
+    (_net(BOTH(0, 1) + [(1, 2, {})]), "link 1->2 has no link back 2->1"),
+    (_net([(0, 1, {}), (1, 2, {}), (2, 0, {})]), "link 0->1 has no link back 1->0"),
+    ({"nodes": [{"id": 0, "colour": "r"}], "links": []}, "unknown attribute 'colour'"),
+    ({"nodes": [{"id": 1}, {"id": "1"}], "links": []}, "are the same name"),
 ])
 def test_bad_files_name_what_is_wrong(tmp_path, obj, words):
     with pytest.raises(ConfigError) as exc:
         parse_topology(_write(tmp_path, obj))
     assert words in str(exc.value) and "t.json" in str(exc.value)
+
+
+GRAPHML = """<?xml version="1.0"?>
+<graphml xmlns="http://graphml.graphdrawing.org/xmlns">
+<key id="bw" for="edge" attr.name="bandwidth" attr.type="double"/>
+<graph edgedefault="directed">{}</graph></graphml>"""
+
+
+@pytest.mark.parametrize("body, words", [
+    ('<node id="0"/><node id="1"/><node id="1"/>'
+     '<edge source="0" target="1"/><edge source="1" target="0"/>', "node '1' is listed twice"),
+    ('<node id="0"/><node id="1"/><edge source="0" target="1"><data key="bw">4</data></edge>'
+     '<edge source="0" target="1"/><edge source="1" target="0"/>', "'0'->'1' is listed twice"),
+    ('<node id="0"/><edge source="0" target="9"/><edge source="9" target="0"/>',
+     "names node '9', which is not declared"),
+])
+def test_graphml_is_held_to_the_json_rules(tmp_path, body, words):
+    path = tmp_path / "t.graphml"
+    path.write_text(GRAPHML.format(body))
+    with pytest.raises(ConfigError, match=words):
+        parse_topology(str(path))
+
+
+def test_one_node_round_trips(tmp_path):
+    path = tmp_path / "one.json"
+    path.write_text(write_topology(parse_topology("ring:1"), path))
+    assert parse_topology(str(path)).num_nodes == 1
 
 
 def test_bad_names(tmp_path):

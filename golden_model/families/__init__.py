@@ -146,5 +146,6 @@ def get_family(name, spec=None):
     family = FAMILIES.get(name)
     if family is None:
         raise ConfigError(f"unknown topology {spec if spec is not None else name!r}: expected "
-                          f"one of {spec_forms()}")
+                          f"one of {spec_forms()}, a FILE.json or FILE.graphml, or "
+                          f"machine:NAME")
     return family
