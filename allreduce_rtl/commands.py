@@ -242,9 +242,9 @@ def cmd_sweep(args):
     for s in sizes:
         elements_for(s, params)
     names = _algorithms(args)
-    from golden_model.topology_file import is_file_spec  # noqa: PLC0415
-    name = Path(topo.spec).stem if is_file_spec(topo.spec) and topo.family == "graph" \
-        and not topo.spec.startswith("machine:") else topo.spec.replace(":", "-")
+    from golden_model.topology_file import FILE_SUFFIXES  # noqa: PLC0415
+    name = (Path(topo.spec).stem if topo.spec.lower().endswith(FILE_SUFFIXES)
+            else topo.spec.replace(":", "-"))
     folder = args.out if args.out is not None else f"out/sweep-{name}"
     with removed_if_left_empty(folder):     # a failed sweep leaves no empty folder behind
         return _sweep(args, topo, params, sizes, names, ensure_folder(folder))

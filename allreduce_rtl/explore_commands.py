@@ -3,7 +3,6 @@ task on a Dask cluster (``allreduce_rtl.explore``), results in a SQLite store, a
 export, ``summary.md`` and plots (docs/explore.md)."""
 
 import contextlib
-import fcntl
 import functools
 import shlex
 import signal
@@ -94,17 +93,17 @@ def cmd_explore(args):
 def _exclusive(out):
     """Hold ``out/.explore.lock``: a second exploration of the same folder is refused (both
     would evaluate every point and write the same files)."""
+    from tb.toolchain import locked  # noqa: PLC0415
     lock = out / ".explore.lock"
-    with open(lock, "a+") as f:
+    with contextlib.ExitStack() as stack:
         try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            stack.enter_context(locked(lock, wait=False))
         except BlockingIOError:
-            raise ConfigError(f"another allreduce-rtl explore is writing {out}: wait for it, or "
-                              f"give another --out") from None
+            raise ConfigError(f"another allreduce-rtl explore is writing {out}: wait for it, "
+                              f"or give another --out") from None
         try:
             yield
         finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
             lock.unlink(missing_ok=True)
 
 
@@ -112,7 +111,7 @@ def _explore(args, spec, out, build_root):
     from .cli import print_json  # noqa: PLC0415
     from .explore import engine, report  # noqa: PLC0415
     from .explore.evaluate import evaluate  # noqa: PLC0415
-    from .explore.spec import queued, resolve_spec_path  # noqa: PLC0415
+    from .explore.spec import queued  # noqa: PLC0415
     from .explore.store import STORE_FILE, Store, export  # noqa: PLC0415
     store_path = out / STORE_FILE
     export_path = out / f"results.{args.export}"
@@ -136,8 +135,7 @@ def _explore(args, spec, out, build_root):
             done = store.done_keys() if args.resume else set()
             todo = queued([p for p in spec.points if p.key not in done])
             skipped = len(spec.points) - len(todo)
-            shipped = resolve_spec_path(args.spec)
-            source = "" if Path(args.spec).is_file() else f" (the shipped {shipped.name})"
+            source = "" if Path(args.spec).is_file() else f" (the shipped {spec.path.name})"
             header = (f"{spec.title}{source}: {counted(len(spec.points), 'point')}"
                       + (f", {skipped:,} already in the store" if skipped else "")
                       + f", on {where}")

@@ -393,13 +393,14 @@ def build_root(override: os.PathLike | str | None = None) -> pathlib.Path:
 
 
 @contextlib.contextmanager
-def locked(path: os.PathLike | str):
+def locked(path: os.PathLike | str, wait: bool = True):
     """Hold an exclusive ``flock`` on ``path`` (created with its folder if missing): one build
-    of a cache entry at a time across the processes of a host (pytest workers, Dask workers)."""
+    of a cache entry at a time across the processes of a host (pytest workers, Dask workers).
+    With ``wait=False`` a lock held elsewhere raises ``BlockingIOError`` at once."""
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+        fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         try:
             yield
         finally:

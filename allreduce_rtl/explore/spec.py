@@ -169,12 +169,14 @@ class Point:
 
 @dataclasses.dataclass(frozen=True)
 class ExploreSpec:
-    """A validated spec: its title, its source text and its points (in the order of the
-    parameters' product; :func:`queued` gives the order to run them)."""
+    """A validated spec: its title, its source text, its points (in the order of the
+    parameters' product; :func:`queued` gives the order to run them) and the file it was read
+    from (a shipped example's own path; None for a text parsed directly)."""
     title: str
     source: str
     evaluations: tuple
     points: tuple
+    path: Path | None = None
 
 
 def _where(path):
@@ -525,4 +527,4 @@ def load_spec(text) -> ExploreSpec:
         raise ConfigError(f"spec {str(path)!r} is not UTF-8 text (TOML is UTF-8)") from None
     except OSError as exc:
         raise ConfigError(f"cannot read spec {str(path)!r}: {exc.strerror or exc}") from None
-    return parse_spec(source, str(path))
+    return dataclasses.replace(parse_spec(source, str(path)), path=path)

@@ -27,6 +27,7 @@ class GraphFamily(Family):
 
     def __init__(self, graph):
         self._graph = graph
+        self._toward = {}           # destination -> {vertex: next hop} (``route``)
         ends = [v for v, kind in graph.nodes(data="kind") if kind == "node"]
         self.direct = len(ends) == graph.number_of_nodes()
         one_switch_link = all(
@@ -54,7 +55,7 @@ class GraphFamily(Family):
         return path
 
     def _next_hops(self, dst):
-        cache = self.__dict__.setdefault("_toward", {})
+        cache = self._toward
         if dst not in cache:
             import networkx as nx  # noqa: PLC0415
             dist = nx.single_source_shortest_path_length(self._graph.reverse(copy=False), dst)
