@@ -33,7 +33,7 @@ PIP_FLAGS ?= --disable-pip-version-check --no-input $(if $(CI),--progress-bar of
 SIM_ENV = sim_env="$$("$(PY)" -m tb.toolchain shell-env)" && eval "$$sim_env" && \
 	export PATH="$(VENV_BIN):$$PATH" &&
 
-.PHONY: help venv iverilog tools demo test test-slow test-ci-slow wheel-check bench clean distclean
+.PHONY: help venv iverilog tools demo test test-slow test-ci-slow formal wheel-check bench clean distclean
 
 help:
 	@echo "Targets:"
@@ -43,11 +43,12 @@ help:
 	@echo "  make test       run the test suite (not the 'slow' tests), in parallel with pytest-xdist"
 	@echo "  make test-slow  run every test, slow ones included"
 	@echo "  make test-ci-slow  the slow tests CI runs (all but those in tests/slow_skip_ci.txt)"
+	@echo "  make formal     prove the flow control, links, router, buffer and CXL properties (tb/formal)"
 	@echo "  make wheel-check  build the wheel, install it in a fresh venv, run it outside the repo"
 	@echo "  make demo       run the demo (allreduce-rtl demo)"
 	@echo "  make bench      time the golden model (scripts/bench_golden.py)"
 	@echo "  make clean      remove build outputs;  make distclean  also removes $(VENV)"
-	@echo "Variables: PYTEST_ARGS='...' (extra pytest arguments), JOBS=auto|N (xdist workers), PYTHON=python3"
+	@echo "Variables: PYTEST_ARGS='...' (extra pytest arguments), FORMAL_ARGS='...' (make formal), JOBS=auto|N (xdist workers), PYTHON=python3"
 
 # --- Python environment -------------------------------------------------------------------------
 
@@ -115,6 +116,12 @@ test-slow: $(STAMP) tools
 SLOW_SKIP ?= $(shell cat tests/slow_skip_ci.txt 2>/dev/null | sed -e 's/\#.*//' | xargs)
 test-ci-slow: $(STAMP) tools
 	$(SIM_ENV) "$(PY)" -m pytest $(XDIST) -m slow $(foreach t,$(SLOW_SKIP),--deselect $(t)) $(PYTEST_ARGS)
+
+# Formal proofs with SymbiYosys and z3 (tb/formal, docs/formal.md): one line per property, then
+# "N proved, M failed"; FORMAL_ARGS="-k credit --jobs 1" selects and limits them.
+FORMAL_ARGS ?=
+formal: $(STAMP)
+	"$(PY)" -m tb.formal $(FORMAL_ARGS)
 
 # The wheel in a fresh virtual environment outside the repository (dependencies from
 # constraints.txt), then a small hardware demo, generate and cost from another folder.

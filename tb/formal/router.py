@@ -1,0 +1,3 @@
+"""Formal properties of the router (filled in by its harness module)."""
+
+PROPERTIES = []
