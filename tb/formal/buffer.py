@@ -54,14 +54,15 @@ each lane with each other lane by equality of chunk and order and by comparison 
 the same for every pair, chunk and address.
 """
 
-from amaranth.asserts import AnyConst, AnySeq, Initial
-from amaranth.hdl import Assert, Assume, Cat, Cover, Elaboratable, Module, ResetSignal, Signal
+from amaranth.asserts import AnyConst, AnySeq
+from amaranth.hdl import Assert, Assume, Cat, Cover, Elaboratable, Signal
 
 from hdl.banked_buffer import BankedBuffer, bank_name
 from hdl.config import COUNT_BITS, NIConfig, buffer_banks
 from hdl.ordering import OrderingRule
 
 from . import FormalProperty, planted
+from .harness import observed, reset_once
 
 __all__ = ["PROPERTIES", "BufferHarness", "OrderingHarness"]
 
@@ -125,23 +126,6 @@ class _EarlyRule(OrderingRule):
         return m
 
 
-class _Observed:
-    """Mixin: ``elaborate`` builds the block's module once and returns it again when Amaranth
-    elaborates the block, so that the harness can reach its bank RAMs (``m.submodules``)."""
-
-    _module = None
-
-    def elaborate(self, platform):
-        if self._module is None:
-            self._module = super().elaborate(platform)
-        return self._module
-
-
-def _observed(block, **params):
-    """``block(**params)`` whose module the harness may read before Amaranth elaborates it."""
-    return type(f"Observed{block.__name__}", (_Observed, block), {})(**params)
-
-
 class BufferHarness(Elaboratable):
     """The banked buffer with every client free and the claim ``claim`` asserted.
 
@@ -159,10 +143,8 @@ class BufferHarness(Elaboratable):
         self.claim, self.copies, self.block = claim, copies, block
 
     def elaborate(self, platform):
-        m = Module()
-        m.d.comb += Assume(ResetSignal() == Initial())
-        rst = ResetSignal()
-        buf = _observed(self.block, num_ports=PORTS, depth=_depth(self.copies),
+        m, rst = reset_once()
+        buf = observed(self.block, num_ports=PORTS, depth=_depth(self.copies),
                         flit_width=FLIT_WIDTH, write_delay=WRITE_DELAY, copies=self.copies)
         k, bits, d, copies = buf.num_banks, buf.bank_bits, buf.write_delay, buf.copies
         inner = buf.elaborate(platform)
@@ -288,9 +270,7 @@ class OrderingHarness(Elaboratable):
         self.rule = rule
 
     def elaborate(self, platform):
-        m = Module()
-        m.d.comb += Assume(ResetSignal() == Initial())
-        rst = ResetSignal()
+        m, rst = reset_once()
         cfg = NIConfig(num_ports=LANES)
         assert cfg.ordering_reads_arrivals and not cfg.routed
         m.submodules.rule = rule = self.rule(cfg)
@@ -417,31 +397,29 @@ _GENERALISES = __doc__.split("Parameters: ", 1)[1].strip()
 _COPIES_NAME = {1: "", 2: ".two-copies"}
 _COPIES_TEXT = {1: "", 2: " (two copies: every write reaches both)"}
 
+#: claim -> (what is proved, the planted-bug buffer, bound in cycles)
+_BANK_CLAIMS = {
+    "one-write-per-bank": (
+        "the bank slots follow the documented rotation, each copy's clients own distinct banks "
+        "in every cycle, and every bank RAM's one write (and one read) port carries exactly the "
+        "request of the client that owns it: a write of flit a reaches bank a % K, word a // K, "
+        "whole, and nothing else reaches a bank",
+        _SharedSlot, SLOT_DEPTH),
+    "read-last-write": (
+        "a read of a flit written since reset returns, one cycle later, the data of the last "
+        "write to it, with every client reading and writing at will in its slot and restarts "
+        "at any time",
+        _WrongBank, READ_DEPTH),
+}
+
 PROPERTIES = [
-    *(FormalProperty(
-        name=f"buffer.one-write-per-bank{_COPIES_NAME[copies]}",
-        claim="the bank slots follow the documented rotation, each copy's clients own distinct "
-              "banks in every cycle, and every bank RAM's one write (and one read) port carries "
-              "exactly the request of the client that owns it: a write of flit a reaches bank "
-              "a % K, word a // K, whole, and nothing else reaches a bank"
-              + _COPIES_TEXT[copies],
-        build=lambda bug, copies=copies: BufferHarness(
-            "one-write-per-bank", copies, _SharedSlot if bug else BankedBuffer),
-        bug=planted(_SharedSlot),
-        depth=SLOT_DEPTH,
-        method="bmc",
-        generalises=_GENERALISES) for copies in (1, 2)),
-    *(FormalProperty(
-        name=f"buffer.read-last-write{_COPIES_NAME[copies]}",
-        claim="a read of a flit written since reset returns, one cycle later, the data of the "
-              "last write to it, with every client reading and writing at will in its slot and "
-              "restarts at any time" + _COPIES_TEXT[copies],
-        build=lambda bug, copies=copies: BufferHarness(
-            "read-last-write", copies, _WrongBank if bug else BankedBuffer),
-        bug=planted(_WrongBank),
-        depth=READ_DEPTH,
-        method="bmc",
-        generalises=_GENERALISES) for copies in (1, 2)),
+    FormalProperty(
+        name=f"buffer.{claim}{_COPIES_NAME[copies]}", claim=text + _COPIES_TEXT[copies],
+        build=lambda bug, claim=claim, copies=copies, faulty=faulty: BufferHarness(
+            claim, copies, faulty if bug else BankedBuffer),
+        bug=planted(faulty), depth=depth, method="bmc", generalises=_GENERALISES)
+    for claim, (text, faulty, depth) in _BANK_CLAIMS.items() for copies in (1, 2)
+] + [
     FormalProperty(
         name="buffer.ordering-rule",
         claim="with the in-order rule, contribution k into a chunk reads flit f only after "

@@ -23,8 +23,8 @@ at every size, and sub-message positions wrap at S; S = 2 already has a first, a
 wrapping position.
 """
 
-from amaranth.asserts import AnySeq, Initial
-from amaranth.hdl import Assert, Assume, Cover, Elaboratable, Module, Mux, ResetSignal, Signal
+from amaranth.asserts import AnySeq
+from amaranth.hdl import Assert, Assume, Cover, Elaboratable, Mux, Signal
 
 from hdl.config import NIConfig
 from hdl.credit import CreditCounter, CreditReturn
@@ -33,6 +33,7 @@ from hdl.flit import FlitKind
 from hdl.link import Link
 
 from . import FormalProperty, planted
+from .harness import ever, reset_once
 
 __all__ = ["PROPERTIES", "CreditLoop"]
 
@@ -109,14 +110,13 @@ class CreditLoop(Elaboratable):
         self.counter, self.returner = counter, returner
 
     def elaborate(self, platform):
-        m = Module()
+        m, rst = reset_once()
         cfg = self.config
         lat, credits0, sub = cfg.link_latency, cfg.initial_credits, cfg.submessage_flits
         m.submodules.counter = counter = self.counter(cfg)
         m.submodules.link = link = Link(cfg)
         m.submodules.fifo = fifo = make_fifo(width=2, depth=cfg.rx_buffer_depth)
         m.submodules.returner = returner = self.returner(cfg)
-        m.d.comb += Assume(ResetSignal() == Initial())
 
         want, pop_wish, kind = Signal(), Signal(), Signal(FlitKind)
         m.d.comb += [want.eq(AnySeq(1)), pop_wish.eq(AnySeq(1)), kind.eq(AnySeq(2))]
@@ -165,7 +165,7 @@ class CreditLoop(Elaboratable):
         held = Signal(range(credits0 + 2))   # credits taken and not yet back at the sender
         m.d.sync += held.eq(held + starts - counter.credit_in)
 
-        with m.If(~ResetSignal()):
+        with m.If(~rst):
             # What the proof needs to be inductive: the link equals its model, credits are
             # never created, and the flits in flight and queued belong to sub-messages whose
             # credit the receiver has not yet returned.
@@ -192,7 +192,7 @@ class CreditLoop(Elaboratable):
                 with m.If(idle & ~in_message):
                     m.d.comb += Assert(counter.credits == credits0)
                 m.d.comb += Cover(idle & ~in_message & (counter.credits == credits0)
-                                  & _ever(m, counter.credit_in))
+                                  & ever(m, counter.credit_in))
             elif self.claim == "live":
                 bound = max(0, 2 * lat + 1 - credits0)
                 m.d.comb += [Assume(want), Assume(pop_wish)]
@@ -205,14 +205,6 @@ class CreditLoop(Elaboratable):
                 # the bound is reached in credit mode; in message mode the sender is held
                 m.d.comb += Cover(waited == (bound if cfg.flow_control == "credit" else 1))
         return m
-
-
-def _ever(m, condition):
-    """1 from the cycle after ``condition`` was first true."""
-    seen = Signal()
-    with m.If(condition):
-        m.d.sync += seen.eq(1)
-    return seen
 
 
 _LIVE_BOUND = "max(0, 2L + 1 - C)"

@@ -12,14 +12,15 @@ smallest a ``NIConfig`` allows (4 int32 elements: 128 bits and a 2-bit kind); ev
 the same path.
 """
 
-from amaranth.asserts import AnySeq, Initial
-from amaranth.hdl import Assert, Assume, Cover, Elaboratable, Module, ResetSignal, Signal
+from amaranth.asserts import AnySeq
+from amaranth.hdl import Assert, Cover, Elaboratable, Signal
 
 from hdl.config import NIConfig
 from hdl.flit import Flit
 from hdl.link import Link
 
 from . import FormalProperty, planted
+from .harness import reset_once
 
 __all__ = ["PROPERTIES", "LinkDelay"]
 
@@ -50,10 +51,9 @@ class LinkDelay(Elaboratable):
         self.link = link
 
     def elaborate(self, platform):
-        m = Module()
+        m, rst = reset_once()
         lat = self.config.link_latency
         m.submodules.link = link = self.link(self.config)
-        m.d.comb += Assume(ResetSignal() == Initial())
         flit = self.config.flit_width
         valid, payload, credit = Signal(), Signal(Flit(flit)), Signal()
         m.d.comb += [valid.eq(AnySeq(1)), payload.eq(AnySeq(len(payload.as_value()))),
@@ -71,7 +71,7 @@ class LinkDelay(Elaboratable):
         since = Signal(range(lat + 1))   # cycles since reset, saturating at the latency
         with m.If(since != lat):
             m.d.sync += since.eq(since + 1)
-        with m.If(~ResetSignal()):
+        with m.If(~rst):
             with m.If(since == lat):
                 m.d.comb += [Assert(link.flit_out.valid == ref_valid),
                              Assert(link.credit_out == ref_credit)]
