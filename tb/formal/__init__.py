@@ -74,7 +74,7 @@ def planted(cls):
 
 
 #: Modules of ``tb.formal`` that define ``PROPERTIES``, in the order they are reported.
-_MODULES = ("credit", "link", "router", "buffer", "cxl")
+_MODULES = ("credit", "link", "fifo", "router", "buffer", "cxl")
 
 
 def all_properties():
