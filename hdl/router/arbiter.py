@@ -44,6 +44,12 @@ class RoundRobinArbiter(wiring.Component):
     valid : ``Out(1)``
         Some request was granted.
 
+    Attributes
+    ----------
+    mask : Signal(n)
+        The priority state (not a port): bit ``i`` set when request ``i`` is at or after the
+        pointer; all ones after reset. Public for the formal harness (``tb/formal/router.py``).
+
     Raises
     ------
     ValueError
@@ -56,6 +62,7 @@ class RoundRobinArbiter(wiring.Component):
         self.n = n
         super().__init__({"requests": In(n), "advance": In(1), "grant": Out(n),
                           "valid": Out(1)})
+        self.mask = Signal(n, init=(1 << n) - 1, name="mask")
 
     def elaborate(self, platform):
         m = Module()
@@ -63,7 +70,7 @@ class RoundRobinArbiter(wiring.Component):
         if n == 1:
             m.d.comb += [self.grant.eq(self.requests), self.valid.eq(self.requests)]
             return m
-        mask = Signal(n, init=(1 << n) - 1)   # thermometer: bits at or after the pointer
+        mask = self.mask   # thermometer: bits at or after the pointer
         high = Signal(n)
         m.d.comb += [
             high.eq(self.requests & mask),

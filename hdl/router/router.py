@@ -550,6 +550,12 @@ class Router(wiring.Component):
     routes : ``In(routes_width(table))``
         Only with ``table_input``.
 
+    Attributes
+    ----------
+    busy : list of list of Signal
+        ``busy[o][w]``: output VC ``w`` of port ``o`` is held by a packet (not a port; public
+        for the formal harness, ``tb/formal/router.py``).
+
     Raises
     ------
     ValueError
@@ -576,6 +582,8 @@ class Router(wiring.Component):
         if self.table_input:
             members["routes"] = In(routes_width(table))
         super().__init__(members)
+        self.busy = [[Signal(name=f"busy{o}_{w}") for w in range(params.num_vcs)]
+                     for o in range(params.num_ports)]
 
     def elaborate(self, platform):
         m = Module()
@@ -601,7 +609,7 @@ class Router(wiring.Component):
         # Output VC state: credit counters (hdl.credit in credit mode) and busy flags.
         cc_config = NIConfig(flow_control="credit", rx_buffer_depth=d)
         counters = [[None] * v for _ in range(p)]
-        busy = [[Signal(name=f"busy{o}_{w}") for w in range(v)] for o in range(p)]
+        busy = self.busy
         has_credit = Signal(n)
         credits = []
         for o in range(p):

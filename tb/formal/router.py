@@ -9,9 +9,8 @@ Four harnesses:
   moves (a grant with ``advance``): it waits through at most N - 1 grants to others. When every
   grant advances (the allocators' second stages, ``advance = 1``) that is within N cycles. A
   first stage whose choice loses its second stage keeps the choice (``advance`` low), which by
-  design does not count. The proof is k-induction; it reads the arbiter's priority mask (the
-  harness builds the arbiter's module before Amaranth elaborates it and finds the mask among
-  its statements) and asserts the invariant that closes it: the mask is a thermometer, and a
+  design does not count. The proof is k-induction; it reads the arbiter's priority mask (its
+  ``mask`` attribute) and asserts the invariant that closes it: the mask is a thermometer, and a
   waiting requester's cyclic distance from the priority pointer plus the grants it has already
   waited through is at most N - 1.
 * **switch allocator**: a ``SwitchAllocator`` alone with every input free (a requesting VC names
@@ -24,7 +23,7 @@ Four harnesses:
   on any VC, any downstream credits: the claim does not depend on the environment). At most
   one input VC holds an output VC (is active with that output port and VC) at a time. The proof
   reads the router's state through its blocks (the input units' ``state``, ``route_port``,
-  ``out_vc``, the ``busy`` flag of each output VC, found among the router's statements) and
+  ``out_vc``, and the router's ``busy`` flag of each output VC) and
   asserts the invariant that makes it inductive: an output VC held by an active input VC is
   marked busy, so the VC allocator never offers it to another.
 * **no loss**: a whole ``Router`` with legal but otherwise free inputs: each input port's
@@ -116,16 +115,6 @@ def _params(flow_control):
 
 # --- reaching a block's internal signals ---------------------------------------------------------
 
-def _signal(module, name):
-    """The signal called ``name`` that ``module``'s statements assign."""
-    module._flush()     # close pending If/Switch blocks so that their statements are listed
-    found = {id(sig): sig for stmts in module._statements.values() for stmt in stmts
-             for sig in stmt._lhs_signals() if sig.name == name}
-    if len(found) != 1:
-        raise LookupError(f"{len(found)} signals named {name!r} are assigned in the module")
-    return next(iter(found.values()))
-
-
 # --- planted bugs --------------------------------------------------------------------------------
 
 class _StickyArbiter(RoundRobinArbiter):
@@ -134,7 +123,7 @@ class _StickyArbiter(RoundRobinArbiter):
 
     def elaborate(self, platform):
         m = super().elaborate(platform)
-        mask = _signal(m, "mask")
+        mask = self.mask
         with m.If(self.advance & self.requests.any()):
             m.d.sync += mask.eq(Cat(*prefix_or(self.grant)) | self.grant)
         return m
@@ -147,9 +136,15 @@ class _GreedySwitch(SwitchAllocator):
     def elaborate(self, platform):
         m = super().elaborate(platform)
         p, v = self.num_ports, self.num_vcs
+        pw = len(self.req_port[0])
         for q in range(p):
-            won = _signal(m, f"won{q}")
-            target = _signal(m, f"target{q}")
+            # input port q won its output; the output port its input arbiter chose
+            won = Cat(*(self.out_valid[o] & self.out_sel[o][q] for o in range(p))).any()
+            target = Signal(pw, name=f"chosen{q}")
+            with m.Switch(self.in_sel[q]):
+                for w in range(v):
+                    with m.Case(1 << w):
+                        m.d.comb += target.eq(self.req_port[q * v + w])
             for w in range(v):
                 i = q * v + w
                 m.d.comb += self.grant[i].eq(won & self.req[i] & (self.req_port[i] == target))
@@ -203,8 +198,8 @@ class ArbiterHarness(Elaboratable):
     def elaborate(self, platform):
         m, rst = reset_once()
         n = ARBITER_N
-        arb = observed(self.arbiter, n)
-        mask = _signal(arb.elaborate(platform), "mask")
+        arb = self.arbiter(n)
+        mask = arb.mask
         m.submodules.arbiter = arb
         m.d.comb += [arb.requests.eq(AnySeq(n)), arb.advance.eq(AnySeq(1))]
         grant, req = arb.grant, arb.requests
@@ -326,7 +321,7 @@ class VCExclusiveHarness(Elaboratable):
         m, rst = reset_once()
         router = observed(self.router, _params(self.flow_control), _table())
         inner, units = _router_state(router, platform)
-        busy = [[_signal(inner, f"busy{o}_{w}") for w in range(VCS)] for o in range(PORTS)]
+        busy = router.busy
         m.submodules.router = router
         for q in range(PORTS):
             m.d.comb += [router.inp[q].valid.eq(AnySeq(1)),
