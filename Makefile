@@ -117,8 +117,8 @@ SLOW_SKIP ?= $(shell cat tests/slow_skip_ci.txt 2>/dev/null | sed -e 's/\#.*//' 
 test-ci-slow: $(STAMP) tools
 	$(SIM_ENV) "$(PY)" -m pytest $(XDIST) -m slow $(foreach t,$(SLOW_SKIP),--deselect $(t)) $(PYTEST_ARGS)
 
-# Formal proofs with SymbiYosys and z3 (tb/formal, docs/formal.md): one line per property, then
-# "N proved, M failed"; FORMAL_ARGS="-k credit --jobs 1" selects and limits them.
+# Formal proofs with SymbiYosys and yices (tb/formal, docs/formal.md): one line per property, then
+# "N proved, M failed"; FORMAL_ARGS="-k credit. --jobs 1" selects and limits them.
 FORMAL_ARGS ?=
 formal: $(STAMP)
 	"$(PY)" -m tb.formal $(FORMAL_ARGS)

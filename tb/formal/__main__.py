@@ -23,10 +23,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.jobs is not None and args.jobs < 1:
         parser.error(f"--jobs must be at least 1, not {args.jobs}")
-    props = [p for p in all_properties() if args.select in p.name]
+    every = all_properties()
+    props = [p for p in every if args.select in p.name]
     if not props:
         parser.error(f"no property name contains {args.select!r}; "
-                     f"--list shows the {len(all_properties())} names")
+                     f"--list shows the {len(every)} names")
     width = max(len(p.name) for p in props)
     if args.list:
         for prop in props:

@@ -113,8 +113,6 @@ def _params(flow_control):
                         credit_delay=1, flow_control=flow_control)
 
 
-# --- reaching a block's internal signals ---------------------------------------------------------
-
 # --- planted bugs --------------------------------------------------------------------------------
 
 class _StickyArbiter(RoundRobinArbiter):
@@ -123,9 +121,8 @@ class _StickyArbiter(RoundRobinArbiter):
 
     def elaborate(self, platform):
         m = super().elaborate(platform)
-        mask = self.mask
         with m.If(self.advance & self.requests.any()):
-            m.d.sync += mask.eq(Cat(*prefix_or(self.grant)) | self.grant)
+            m.d.sync += self.mask.eq(Cat(*prefix_or(self.grant)) | self.grant)
         return m
 
 
@@ -296,11 +293,10 @@ class SwitchHarness(Elaboratable):
         return m
 
 
-def _router_state(router, platform):
-    """The router's module and, per input VC ``i = port * VCS + vc``, its input unit and VC."""
+def _input_units(router, platform):
+    """The router's input units, one per port (``router`` made with ``observed``)."""
     inner = router.elaborate(platform)
-    units = [inner.submodules[f"input{q}"] for q in range(PORTS)]
-    return inner, units
+    return [inner.submodules[f"input{q}"] for q in range(PORTS)]
 
 
 class VCExclusiveHarness(Elaboratable):
@@ -320,7 +316,7 @@ class VCExclusiveHarness(Elaboratable):
     def elaborate(self, platform):
         m, rst = reset_once()
         router = observed(self.router, _params(self.flow_control), _table())
-        inner, units = _router_state(router, platform)
+        units = _input_units(router, platform)
         busy = router.busy
         m.submodules.router = router
         for q in range(PORTS):
@@ -369,7 +365,7 @@ class NoLossHarness(Elaboratable):
     def elaborate(self, platform):
         m, rst = reset_once()
         router = observed(self.router, _params(self.flow_control), _table())
-        inner, units = _router_state(router, platform)
+        units = _input_units(router, platform)
         m.submodules.router = router
         d = VC_BUF_DEPTH
         seq_max = 1 << SEQ_BITS
