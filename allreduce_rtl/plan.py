@@ -86,10 +86,10 @@ def hardware_topology(topology, config):
 
 def routed_timing(topology) -> dict:
     """``TimingParams`` fields of the routed network on ``topology`` (``router_delay`` and
-    ``send_delay``; links first come, first served)."""
+    ``send_delay``; links in schedule order at injection, first come, first served at the routers)."""
     from hdl.router.network import model_timing  # noqa: PLC0415
     fields = model_timing(topology)
-    return {"router_delay": fields["router_delay"], "link_order": "fcfs",
+    return {"router_delay": fields["router_delay"], "link_order": "injection",
             "send_delay": NI_SEND_DELAY + ROUTED_PORT_DELAY + 1 + fields["send_delay"]}
 
 

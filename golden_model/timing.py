@@ -60,9 +60,12 @@ waits until its previous step's sends were handed over) and ``drain_cycles`` (ad
 Link order (``TimingParams.link_order``): by default a link serves its transfers as the hardware
 that runs the schedule does: in schedule order on NIs joined by links (the send engines walk
 their tables in order; a transfer whose turn has not come waits even when its link is free),
-first come first served on routers. ``"fcfs"`` and ``"schedule"`` force one rule. The
-description above is the first-come-first-served rule; in schedule order a hop requests its link
-as above but starts only after the link's earlier transfers (in schedule order) have started.
+and on routers in schedule order at injection (a transfer's first hop, which its NI's send
+engine takes in table order: ``golden_model.lowering`` sends a transfer by the port of its
+route's first link) and first come first served at every later hop (the routers' allocators).
+``"schedule"``, ``"injection"`` and ``"fcfs"`` force one rule. The description above is the
+first-come-first-served rule; in schedule order a hop requests its link as above but starts
+only after the link's earlier transfers (in schedule order) have started.
 
 Implementation: a discrete-event simulation with one heap event per hop (the head's request of a
 link), keyed by ``time * T + transfer index`` (T transfers) so the heap holds plain ints and pops
@@ -151,9 +154,11 @@ __all__ = ["TimingParams", "TimingResult", "LowerBound", "simulate", "in_arrival
 
 
 #: The link arbitrations ``simulate`` models (``TimingParams.link_order``).
-LINK_ORDERS = ("hardware", "schedule", "fcfs")
+LINK_ORDERS = ("hardware", "schedule", "injection", "fcfs")
 #: How reports name each link order, and the authors' simulator preset.
 LINK_ORDER_WORDS = {"hardware": "as the hardware does", "schedule": "in schedule order",
+                    "injection": "in schedule order where messages enter the network, first "
+                                 "come first served at routers",
                     "fcfs": "first come first served",
                     "authors": "like the MultiTree authors' simulator"}
 
@@ -232,12 +237,14 @@ class TimingParams:
           every transfer crosses one link of a direct topology runs on NIs joined by links
           (``golden_model.lowering.needs_router`` is false), whose send engines walk their
           tables in order: ``"schedule"``, with those NIs' ``receive_order``. Any other runs
-          on routers, whose round-robin
-          allocators serve packets roughly as they come: ``"fcfs"`` (a message-level
-          approximation; its error against the RTL is in docs/hardware.md, "Routed network").
+          on routers: ``"injection"`` (a message-level approximation of the round-robin
+          allocators; its error against the RTL is in docs/hardware.md, "Routed network").
         * ``"schedule"``: each link serves its transfers in schedule order (step, then
           transfer order), a transfer waiting for the earlier ones to have taken the link.
           Multi-hop schedules can wait on each other in a cycle, which raises.
+        * ``"injection"``: the hops that are a transfer's first (its NI's injection) in
+          schedule order on each link, as ``"schedule"``; every later hop (a router's output)
+          first come, first served among all the hops that want the link.
         * ``"fcfs"``: first come, first served by the time the head requests the link (ties by
           schedule order); the model of the first release.
     message_gap : int
@@ -573,6 +580,8 @@ def _simulate(schedule, params, staged, one_hop=True):
     bw = [_check_bandwidth(link, topo.link_bandwidth(link)) for link in links]
     direct = not needs_router(schedule)
     in_order = params.link_order == "schedule" or params.link_order == "hardware" and direct
+    # Only first hops keep schedule order (the NIs' send engines); later hops go as they come.
+    injection = not in_order and params.link_order in ("injection", "hardware")
     receive_order = params.receive_order or _hardware_receive_order(params, staged, direct)
     sizes = np.diff(schedule.bounds) * params.element_bytes     # bytes per chunk
     if (one_hop and in_order and not staged and params.reduction is None
@@ -686,13 +695,16 @@ def _simulate(schedule, params, staged, one_hop=True):
     heap = [send_delay * T + i for i in range(total) if not waits[i]]     # already sorted
     wait_time = [0] * total
     heappush, heappop = heapq.heappush, heapq.heappop
-    if in_order:
-        # rank of every hop among its link's hops in schedule order; next rank each link serves;
-        # hops that asked out of turn, parked until their turn: link -> {rank: transfer}
+    hop_rank = None
+    if in_order or injection:
+        # rank of every ordered hop among its link's ordered hops in schedule order (-1: a hop
+        # that goes as it comes); next rank each link serves; hops that asked out of turn,
+        # parked until their turn: link -> {rank: transfer}
         link_hops = [0] * len(links)
-        hop_rank = []
-        for lid in hop_link:
-            hop_rank.append(link_hops[lid])
+        hop_rank = [-1] * len(hop_link)
+        for h in (first_hop if injection else range(len(hop_link))):
+            lid = hop_link[h]
+            hop_rank[h] = link_hops[lid]
             link_hops[lid] += 1
         next_rank = [0] * len(links)
         parked = [dict() for _ in links]
@@ -797,7 +809,7 @@ def _simulate(schedule, params, staged, one_hop=True):
             continue
         h = cur_hop[i]
         lid = hop_link[h]
-        if in_order:
+        if hop_rank is not None and hop_rank[h] >= 0:
             if hop_rank[h] != next_rank[lid]:
                 parked[lid][hop_rank[h]] = i
                 continue

@@ -61,7 +61,8 @@ def row(name, topo):
     cycles = opt.meta["cycles"]
     lb = lower_bound(topo, SIZE, params)
     packing = SIZE / topo.num_nodes * pack_trees(topo).bound * params.frequency_ghz
-    kept = f"{opt.meta['method']}/{opt.meta.get('sub_chunks', 1)}"
+    pieces = opt.meta.get('pieces', 1)
+    kept = f"{opt.meta['method']}/{opt.meta.get('sub_chunks', 1)}" + (f"x{pieces}" if pieces > 1 else "")
     return (f"| {name} | {topo.num_nodes} | {len(topo.switches)} | {mt:,} | {cycles:,} | "
             f"{kept} | {cycles / lb.rsag_cycles:.3f} | {cycles / packing:.3f} | "
             f"{cycles / lb.cycles:.3f} | {secs:.1f} |")

@@ -384,10 +384,12 @@ def test_other_algorithms_never_beat_the_lower_bound(name, spec, elements):
 
 # --- against a naive reference ------------------------------------------------------------------
 
-def reference_simulate(schedule, params=TimingParams()):
+def reference_simulate(schedule, params=TimingParams(), injection=False):
     """The model of the timing module's docstring written as directly as possible: inputs found
     by scanning every earlier transfer, the next hop request chosen by a linear scan for the
-    smallest (time, transfer index)."""
+    smallest (time, transfer index). First come, first served on every link; with
+    ``injection``, a first hop may go only after the earlier first hops (schedule order) on its
+    link went, and asks no earlier than the one before it asked."""
     topo = schedule.topology
     items = list(schedule.transfers())
     n = len(items)
@@ -395,14 +397,37 @@ def reference_simulate(schedule, params=TimingParams()):
     inputs = [[j for j, (sj, tj) in enumerate(items)
                if sj < si and tj.dst == ti.src and tj.chunk == ti.chunk]
               for si, ti in items]
+    injectors = {}          # link -> transfers whose first hop it is, in schedule order
+    for i, (_, t) in enumerate(items):
+        injectors.setdefault(t.route[0], []).append(i)
+    asked = {}              # transfer -> time its first hop was served (asked)
     finish, start, waiting, pending, free = {}, {}, set(range(n)), {}, {}
+
+    def turn(i):
+        """(may go, earliest time) of a pending first hop under injection order."""
+        before = [j for j in injectors[items[i][1].route[0]] if j < i]
+        if not before:
+            return True, 0
+        return before[-1] in asked, asked.get(before[-1], 0)
+
     while len(finish) < n:
         for i in sorted(waiting):
             if all(j in finish for j in inputs[i]):
                 pending[i] = (max([finish[j] for j in inputs[i]], default=0), 0, 0)
                 waiting.discard(i)
-        i = min(pending, key=lambda k: (pending[k][0], k))
-        now, hop, tail_in = pending.pop(i)
+        ready = {}
+        for k, (at, hop, tail_in) in pending.items():
+            if injection and hop == 0:
+                go, after = turn(k)
+                if not go:
+                    continue
+                at = max(at, after)
+            ready[k] = (at, hop, tail_in)
+        i = min(ready, key=lambda k: (ready[k][0], k))
+        now, hop, tail_in = ready[i]
+        del pending[i]
+        if hop == 0:
+            asked[i] = now
         link = items[i][1].route[hop]
         begin = max(now, free.get(link, 0))
         start.setdefault(i, begin)
@@ -437,12 +462,13 @@ def random_schedules(draw):
 
 @settings(max_examples=150, deadline=None)
 @given(sched=random_schedules(), flit_bytes=st.sampled_from([4, 16, 64]),
-       frequency=st.sampled_from([0.5, 1.0, 1.5]), router_delay=st.sampled_from([0, 0, 4]))
-def test_matches_naive_reference(sched, flit_bytes, frequency, router_delay):
+       frequency=st.sampled_from([0.5, 1.0, 1.5]), router_delay=st.sampled_from([0, 0, 4]),
+       order=st.sampled_from(["fcfs", "injection"]))
+def test_matches_naive_reference(sched, flit_bytes, frequency, router_delay, order):
     params = TimingParams(frequency_ghz=frequency, flit_bytes=flit_bytes,
-                          router_delay=router_delay)
+                          router_delay=router_delay, link_order=order)
     r = simulate(sched, params)
-    finish, start = reference_simulate(sched, params)
+    finish, start = reference_simulate(sched, params, injection=order == "injection")
     assert list(r.finish) == finish and list(r.start) == start
     assert r.cycles == max(finish)
     assert r.step_finish == [max((f for f, (s, _) in zip(finish, sched.transfers()) if s == k),
@@ -534,6 +560,28 @@ def test_in_order_links_serve_schedule_order():
     assert list(r.finish) == [64 + LAT, 2 * (64 + LAT), 64 + LAT + 64 + 512 + LAT]
 
 
+def test_injection_order_orders_first_hops_only():
+    """ring:4, chunks of 64, 512 and 64 flits. Step 0: 2 -> 1 (chunk 0). Step 1: 1 -> 2 of
+    chunk 0 (waits for step 0's arrival at 64 + LAT), 1 -> 2 of chunk 1 (ready at 0), and
+    0 -> 1 -> 2 of chunk 2 (ready at 0). With injection order, chunk 1's first hop waits for
+    chunk 0's and then for its tail (start 128 + LAT); chunk 2's second hop is a router's and
+    takes link 1 -> 2 as it comes, at LAT, done before chunk 0 needs it. First come first served
+    sends chunk 1 at 0 instead, and schedule order holds chunk 2 behind both: three results."""
+    t = topo("ring:4")
+    bounds = np.array([0, 256, 256 + 2048, 256 + 2048 + 256], dtype=np.int64)
+    steps = [[Transfer(2, 1, 0, Op.COPY, ((2, 1),))],
+             [Transfer(1, 2, 0, Op.COPY, ((1, 2),)), Transfer(1, 2, 1, Op.COPY, ((1, 2),)),
+              Transfer(0, 2, 2, Op.COPY, ((0, 1), (1, 2)))]]
+    sched = AllReduceSchedule("test", t, int(bounds[-1]), bounds, steps)
+    r = simulate(sched, TimingParams(link_order="injection"))
+    assert list(r.start) == [0, 64 + LAT, 128 + LAT, 0]
+    assert list(r.finish) == [64 + LAT, 128 + 2 * LAT, 640 + 2 * LAT, 64 + 2 * LAT]
+    others = {rule: simulate(sched, TimingParams(link_order=rule)).finish.tolist()
+              for rule in ("fcfs", "schedule")}
+    assert r.finish.tolist() not in others.values()
+    assert others["fcfs"] != others["schedule"]
+
+
 def test_in_order_links_never_faster_on_real_schedules():
     for alg in ("ring", "multitree", "multitree-opt", "ring2d"):
         s = build_schedule(alg, topo("torus:4x4"), 4096)
@@ -580,13 +628,14 @@ def test_staged_transfers_are_added_in_order_through_the_loopback():
 
 def test_hardware_link_order_follows_the_network_that_runs_the_schedule():
     """Single-hop schedules on a direct topology are served in schedule order (the NIs' send
-    engines), anything with a multi-hop route first come first served (the routers)."""
+    engines), anything with a multi-hop route in schedule order at injection and first come
+    first served at the routers."""
     from golden_model.algorithms import multitree_opt
     t = topo("torus:4x4")
     direct = multitree_opt.build(t, 1 << 16, sub_chunks=8)   # several transfers per link a step
     routed = build_schedule("dbtree", t, 4096)
     assert any(len(tr.route) > 1 for _, tr in routed.transfers())
-    for sched, rule in ((direct, "schedule"), (routed, "fcfs")):
+    for sched, rule in ((direct, "schedule"), (routed, "injection")):
         assert (simulate(sched).cycles
                 == simulate(sched, TimingParams(link_order=rule)).cycles)
     # The two rules differ on the direct schedule (so the check above can fail).

@@ -110,10 +110,15 @@ MAX_SUB_CHUNKS = 64
 #: 90 s.
 MAX_TIMED_TRANSFERS = 70_000
 #: Largest packing candidate (transfers) ``build`` times where links differ or the network is
-#: a graph (``bandwidth_aware``): those networks have no closed-form trees, and a 64-node graph
-#: needs 32 sub-chunks (258,048 transfers, about 2 s to build and time) to come near its
-#: packing's bound (``scripts/irregular_table.py``).
-MAX_PACKING_TRANSFERS = 300_000
+#: a graph (``bandwidth_aware``): those networks have no closed-form trees. ``machine:dgx2``
+#: needs 128 sub-chunks of 8 pieces (491,520 transfers, about 4 s to build and time) to come
+#: within 5% of its packing's bound (``scripts/irregular_table.py``).
+MAX_PACKING_TRANSFERS = 500_000
+#: Pieces per sub-chunk of the second packing sweep (``packing.packed_schedule``).
+PACKING_PIECES = 8
+#: A packing sweep stops after this many doublings in a row that were not faster than the best
+#: so far (the time of a few sub-chunks is not monotonic on irregular graphs).
+PATIENCE = 2
 #: Seeded restarts of the translation method when the deterministic run misses the bound.
 TRANSLATION_RESTARTS = 8
 _FORBIDDEN = 0.0   # weight of an impossible pair (valid ones are positive)
@@ -522,26 +527,32 @@ def bandwidth_aware(topology):
 
 def _consider_packing(topology, num_elements, params, meta, options, timed):
     """Time the bandwidth-aware packing (``packing.pack_trees``) in 1, 2, 4, ... sub-chunks
-    per root while the time falls (within ``MAX_SUB_CHUNKS`` and ``MAX_PACKING_TRANSFERS``);
-    each one joins ``options`` as ``(cycles, transfers, order, schedule, ())``."""
+    per root until ``PATIENCE`` doublings in a row were not faster (within ``MAX_SUB_CHUNKS``
+    and ``MAX_PACKING_TRANSFERS``),
+    first of one piece each, then of ``PACKING_PIECES``; each one joins ``options`` as
+    ``(cycles, transfers, order, schedule, ())`` and ``timed`` as ``"packing/<k>"`` or
+    ``"packing/<k>x<pieces>"``."""
     from ..timing import in_arrival_order, simulate  # noqa: PLC0415
     from .packing import pack_trees, packed_schedule  # noqa: PLC0415
     n = topology.num_nodes
     packing = pack_trees(topology)
-    k, previous = 1, None
-    while k <= MAX_SUB_CHUNKS and k * 2 * n * (n - 1) <= MAX_PACKING_TRANSFERS \
-            and k * n <= num_elements:
-        sched = packed_schedule(ALGORITHM, topology, num_elements, packing, k,
-                                {**meta, "method": "packing"}, validate=False)
-        if k > 1:
-            sched = in_arrival_order(sched, params)
-        cycles = simulate(sched, params).cycles
-        timed[f"packing/{k}"] = cycles
-        options.append((cycles, sched.num_transfers, len(options), sched, ()))
-        if previous is not None and cycles >= previous:
-            break
-        previous = cycles
-        k *= 2
+    for q in (1, PACKING_PIECES):
+        k, best, worse = 1, None, 0
+        while ((q > 1 or k <= MAX_SUB_CHUNKS)
+               and k * q * 2 * n * (n - 1) <= MAX_PACKING_TRANSFERS
+               and k * q * n <= num_elements):
+            sched = packed_schedule(ALGORITHM, topology, num_elements, packing, k,
+                                    {**meta, "method": "packing"}, validate=False, pieces=q)
+            if k * q > 1:
+                sched = in_arrival_order(sched, params)
+            cycles = simulate(sched, params).cycles
+            timed[f"packing/{k}" if q == 1 else f"packing/{k}x{q}"] = cycles
+            options.append((cycles, sched.num_transfers, len(options), sched, ()))
+            worse = worse + 1 if best is not None and cycles >= best else 0
+            if worse == PATIENCE:
+                break
+            best = cycles if best is None else min(best, cycles)
+            k *= 2
 
 
 def build(topology, num_elements, params=None, sub_chunks=None):
