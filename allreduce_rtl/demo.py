@@ -441,7 +441,8 @@ def format_report(report) -> str:
     if r["note"]:
         lines.append(f"note: {r['note']}")
     lines += ["", format_table(rows, COLUMNS), ""]
-    how = ("NIs on routers (head flit, 4 cycles per router, first-come links)"
+    how = ("NIs on routers (head flit, 4 cycles per router, links in schedule order at "
+           "injection, first-come at the routers)"
            if r["config"].get("routed") else
            "the NI (head flit, send/retire delays, in-order links)")
     lines.append(f"lower bound {r['lower_bound_cycles']:,.0f} cycles; model = "

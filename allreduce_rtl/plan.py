@@ -266,9 +266,17 @@ def _check_deadlock_free(topology):
     cannot carry without deadlock: ``hdl.router.routing.switch_tables`` checks the channel
     dependency graph and gives switch-to-switch hops into the destination's switch a second
     virtual-channel class where one class leaves a cycle; a cycle that remains with two classes
-    (or routes that are not destination-based) is refused here in one line."""
+    (or routes that are not destination-based), and parallel links between switches, are
+    refused here in one line."""
     if topology.router_kind != "table":
         return                  # grid routers: dateline classes on the wrap links
+    parallel = next(((u, v, n) for u, v, n in topology.graph.edges(data="count") if (n or 1) > 1),
+                    None)
+    if parallel is not None:
+        u, v, n = parallel
+        raise ConfigError(f"cannot build routers for {topology.spec}: link {u} -> {v} is {n} "
+                          f"parallel links, and the router network builds one port per link "
+                          f"(parallel links as separate router ports are not built yet)")
     from hdl.router.routing import switch_tables  # noqa: PLC0415
     try:
         switch_tables(topology)

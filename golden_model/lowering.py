@@ -22,8 +22,9 @@ the testbench uses the buffer layout to load and read back vectors.
 
 * **Ports.** On ring, mesh and torus the NI keeps one port per link (the papers' one NI per link):
   a transfer leaves by the port of its route's first link and arrives at the port of its last
-  link, so single-hop traffic uses the same ports as without the router. On fat-tree and BiGraph
-  an endpoint has one link, so one port.
+  link, so single-hop traffic uses the same ports as without the router. On a switched network
+  likewise, port q being the node's link to its q-th switch (``graph.successors`` order): on
+  fat-tree and BiGraph an endpoint has one link, so one port.
 * **Terminals.** Port ``p`` of node ``u`` is router terminal ``u * num_ports + p``; SEND rows carry
   the destination and source terminals (``dest``, ``src``) for the router's head.
 * **Arrival order.** Messages from different sources reach a receive port in any order, so a
@@ -300,6 +301,9 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None,
     chunk_base = np.concatenate(([0], np.cumsum((1 + slots) * flits)[:-1])).astype(np.int64)
     chunk_ids = np.concatenate(([0], np.cumsum(1 + slots)[:-1])).astype(np.int64)
     neighbors = [tuple(topo.neighbors(v)) for v in topo.nodes]
+    # Routed: a port per link of the node (its neighbours, or on a switched network the switches
+    # it has links to: terminal u * ports + q is its q-th switch link, hdl.router.network).
+    links = neighbors if topo.is_direct else [tuple(topo.graph.successors(v)) for v in topo.nodes]
     if routed:
         if (max_message_flits is not None and flits.size
                 and int(flits.max()) > max_message_flits):
@@ -312,7 +316,7 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None,
                 f"{schedule.num_chunks}) takes at most about {schedule.num_chunks * most:,} "
                 f"elements per node")
         _check_any_order_safe(schedule)
-        terminal_ports = max((len(n) for n in neighbors), default=0) if topo.is_direct else 1
+        terminal_ports = max((len(n) for n in links), default=0)
     else:
         terminal_ports = max((len(n) for n in neighbors), default=0)
     loopback = bool(stage_reductions)
@@ -322,10 +326,7 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None,
     def ports(t):
         if not routed:
             return neighbors[t.src].index(t.dst), neighbors[t.dst].index(t.src)
-        if not topo.is_direct:
-            return 0, 0
-        return (neighbors[t.src].index(t.route[0][1]),
-                neighbors[t.dst].index(t.route[-1][0]))
+        return links[t.src].index(t.route[0][1]), links[t.dst].index(t.route[-1][0])
 
     engines = [{(d, p): [] for d in Direction for p in range(num_ports)} for _ in topo.nodes]
     received = {}

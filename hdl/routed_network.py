@@ -7,8 +7,9 @@ with ``golden_model.lowering.lower(..., routed=True)``; the NIs need ``NIConfig.
 
 Ports and terminals: on a mesh or torus each node's router gets ``num_ports`` local ports
 (concentration: the papers' one NI per link), NI port ``p`` of node ``u`` is router terminal
-``u * num_ports + p``; on fat-tree and BiGraph NI port 0 of node ``u`` is terminal ``u`` on its
-leaf switch (the other NI ports are tied off).
+``u * num_ports + p``; on a switched network NI port ``q`` of node ``u`` is its link to its
+q-th switch, terminal ``u * c + q`` (``c``: the most switch links of an endpoint; 1 on fat-tree
+and BiGraph, NI port 0 on the leaf switch); the other NI ports are tied off.
 
 Between an NI port and its terminal sits a ``RouterPort``: the NI's link-level flow control
 (``hdl.credit``, message or credit mode, ``rx_buffer_depth``) on one side, the router's
@@ -22,7 +23,6 @@ reductions).
 
 import dataclasses
 
-
 from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -35,6 +35,7 @@ from .link import Link
 from .network import Network
 from .router.flit import PacketFlit, is_head_kind
 from .router.network import ROUTER_KINDS, RouterNetwork, routed_families
+from .router.routing import terminals_per_endpoint
 
 __all__ = ["RouterPort", "RoutedNetwork", "router_vc_buf_depth", "check_routable",
            "LOOPBACK_LATENCY"]
@@ -182,7 +183,8 @@ class RoutedNetwork(Network):
         if args["vc_buf_depth"] is None:
             args["vc_buf_depth"] = router_vc_buf_depth(config.link_latency, args["credit_delay"])
         direct = getattr(topology, "is_direct", False)
-        self.terminal_ports = config.terminal_ports if direct else 1
+        self.terminal_ports = (config.terminal_ports if direct
+                               else terminals_per_endpoint(topology))
         self.fabric = RouterNetwork(topology, flit_width=config.flit_width,
                                     link_latency=config.link_latency,
                                     concentration=self.terminal_ports, **args)

@@ -11,7 +11,7 @@ with ``-m slow``. One build per (simulator, topology, element type) serves every
 receive FIFOs are tight (8 flits, sub-messages of 4), as in ``test_hw_allreduce``. Cycle counts
 are compared with ``golden_model.timing`` configured like the routed hardware
 (the hardware plan's expected cycles, ``allreduce_rtl.plan``: 4 cycles per router,
-first-come links).
+links in schedule order at injection, first-come at the routers).
 """
 
 import functools
@@ -32,12 +32,15 @@ CASES = {
     "torus:4x4": ["dbtree", "halving-doubling"],
     "fattree:4x2": ["multitree"],
     "bigraph:4x4": ["multitree"],
+    # endpoints with two links, each to a switch: an NI port and a router terminal per link
+    "machine:cloud-v100": ["multitree", "multitree-opt"],
 }
 #: ... and every other algorithm that runs there (``pytest -m slow``).
 MORE_CASES = {
     "torus:4x4": ["ring", "ring2d", "multitree", "multitree-opt"],
     "fattree:4x2": ["dbtree", "halving-doubling", "ring"],
     "bigraph:4x4": ["dbtree", "halving-doubling", "ring"],
+    "machine:cloud-v100": ["dbtree", "halving-doubling", "ring"],
 }
 _builds = {}
 

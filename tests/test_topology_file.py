@@ -280,8 +280,9 @@ def test_graph_routes_are_destination_based(tmp_path, net):
             route = topo.route(src, dst)
             path = [src] + [v for _, v in route]
             assert path[-1] == dst and all(g.has_edge(*link) for link in route)
-            if src != dst:
-                assert len(route) == nx.shortest_path_length(g, src, dst)
+            if src != dst:      # with table routers the path crosses switches only
+                h = g.subgraph(topo.switches + [src, dst]) if topo.router_kind == "table" else g
+                assert len(route) == nx.shortest_path_length(h, src, dst)
             for here, there in zip(path, path[1:]):
                 assert after.setdefault(here, there) == there
 
@@ -296,6 +297,31 @@ def test_routes_that_deadlock_are_refused_before_any_verilog(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "channel dependency cycle" in err[0] and "('s0', 's1')" in err[0]
     assert not out.exists()
+
+
+def test_parallel_switch_links_are_refused_before_any_verilog(tmp_path, capsys):
+    """machine:dgx2's switches are joined by 8 parallel links each: one line, exit 2, nothing
+    written."""
+    out = tmp_path / "gen"
+    assert main(["generate", "-t", "machine:dgx2", "-a", "multitree", "--elements", "96",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "8 parallel links" in err[0] and "s0 -> s6" in err[0]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("sim", ["icarus", pytest.param("verilator", marks=pytest.mark.slow)])
+def test_a_machine_whose_endpoints_have_two_links_runs_in_hardware(tmp_path, capsys, sim):
+    """machine:cloud-v100: every worker has a link to its pair's switch and one to the shared
+    switch, so each NI has two ports, each a router terminal; MultiTree and ring bit for bit
+    (every algorithm in both simulators: tests/test_hw_routed.py, -m slow)."""
+    assert main(["demo", "-t", "machine:cloud-v100", "--elements", "40", "--link-latency", "2",
+                 "--dtype", "int32", "--simulator", sim, "--json", "--out", str(tmp_path / "demo"),
+                 "--build-dir", str(tmp_path / "build")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verified"] and report["config"]["routed"]
+    assert report["config"]["num_ports"] == 2
+    assert all(r["verified"] and r["mismatches"] == 0 for r in report["results"])
 
 
 @pytest.mark.parametrize("sim", ["icarus", pytest.param("verilator", marks=pytest.mark.slow)])

@@ -5,8 +5,9 @@ One :class:`GraphFamily` describes one loaded graph (it is not in ``FAMILIES``: 
 form to parse). Routes are the default of switched networks, one of the fewest-hop paths chosen
 by destination; the ring visits the endpoints in id order; the natural cuts are the sides of the
 reduce-scatter plus all-gather cut bound (``golden_model.cutbound``), which the cut bound with
-maximum flow then evaluates for any all-reduce. The NIs sit on table routers where every
-endpoint has one link, to a switch (as on a fat-tree); other graphs have no router network yet.
+maximum flow then evaluates for any all-reduce. The NIs sit on table routers, one per switch,
+where every endpoint's links all go to switches (one NI port per link, as a fat-tree's one);
+graphs with links between endpoints have no router network yet.
 """
 
 from . import Family
@@ -30,11 +31,24 @@ class GraphFamily(Family):
         self._toward = {}           # destination -> {vertex: next hop} (``route``)
         ends = [v for v, kind in graph.nodes(data="kind") if kind == "node"]
         self.direct = len(ends) == graph.number_of_nodes()
-        one_switch_link = all(
-            graph.out_degree(v) == 1 and graph.nodes[next(iter(graph.successors(v)))]["kind"]
-            == "switch" and graph.edges[v, next(iter(graph.successors(v)))].get("count", 1) == 1
-            for v in ends)
-        self.router = "table" if not self.direct and one_switch_link else None
+        switch_links = all(
+            graph.nodes[w]["kind"] == "switch" and graph.edges[v, w].get("count", 1) == 1
+            for v in ends for w in graph.successors(v))
+        self.router = ("table" if not self.direct and switch_links
+                       and self._connected_through_switches(ends) else None)
+
+    def _connected_through_switches(self, ends):
+        """Whether every endpoint reaches every other over switches alone (table routers carry
+        nothing through an endpoint)."""
+        import networkx as nx  # noqa: PLC0415
+        g = self._graph
+        switches = [v for v, kind in g.nodes(data="kind") if kind == "switch"]
+        for dst in ends:
+            h = g.subgraph(switches + [dst]).reverse(copy=False)
+            reach = nx.descendants(h, dst)
+            if any(v != dst and not reach.intersection(g.successors(v)) for v in ends):
+                return False
+        return True
 
     def num_nodes(self, spec, dims):     # pragma: no cover - not parsed from a spec
         raise NotImplementedError
@@ -47,7 +61,8 @@ class GraphFamily(Family):
         toward each destination a tree of next hops, found breadth first from it over the
         reversed links, each vertex taking, of its successors one hop nearer, the one at
         index ``dst mod count`` (ids in natural order), which spreads destinations over
-        equal paths."""
+        equal paths. Where every endpoint links to switches only (table routers), no route passes
+        through another endpoint (an NI forwards nothing): the search crosses switches only."""
         nxt = self._next_hops(dst)
         path = [src]
         while path[-1] != dst:
@@ -58,12 +73,22 @@ class GraphFamily(Family):
         cache = self._toward
         if dst not in cache:
             import networkx as nx  # noqa: PLC0415
-            dist = nx.single_source_shortest_path_length(self._graph.reverse(copy=False), dst)
+            g = self._graph
+            switched = self.router == "table"       # endpoints link to switches only
+            through = g.subgraph([v for v, kind in g.nodes(data="kind") if kind == "switch"]
+                                 + [dst]) if switched else g
+            dist = dict(nx.single_source_shortest_path_length(through.reverse(copy=False), dst))
+            if switched:                # endpoints only start routes
+                for v in g.nodes:
+                    near = [dist[w] for w in g.successors(v) if w in through and w in dist]
+                    if v not in through and near:
+                        dist[v] = min(near) + 1
             hops = {}
             for v, d in dist.items():
                 if v == dst:
                     continue
-                nearer = sorted((w for w in self._graph.successors(v) if dist.get(w) == d - 1),
+                nearer = sorted((w for w in g.successors(v) if dist.get(w) == d - 1
+                                 and (not switched or w in through)),
                                 key=lambda w: (isinstance(w, str), str(w) if isinstance(w, str)
                                                else w))
                 hops[v] = nearer[dst % len(nearer)]

@@ -6,11 +6,14 @@ Mesh and torus: one ``Router`` per node, one ``RouterLink`` per directed link; t
 ``t // concentration`` through an ``InjectionPort`` and receives from it through an
 ``EjectionPort`` (no link in between).
 
-Fat-tree and BiGraph (``concentration`` 1): one ``Router`` per switch (``topology.switches``
-order) with its ``switch_tables`` table, one ``RouterLink`` per directed switch-to-switch link;
-endpoint node ``t`` is terminal ``t``: its ``InjectionPort`` feeds a ``RouterLink`` (the node's
-link to its switch) into the switch's port for ``t``, and that port's output goes through a
-``RouterLink`` (the link back) into the node's ``EjectionPort``. Every switch gets the largest
+Fat-tree, BiGraph and graph files with switches (``concentration`` = the most switch links of
+an endpoint, ``hdl.router.routing.terminals_per_endpoint``: 1 on fat-tree and BiGraph): one
+``Router`` per switch (``topology.switches`` order) with its ``switch_tables`` table, one
+``RouterLink`` per directed switch-to-switch link; terminal ``t = node * concentration + q`` is
+endpoint ``node``'s link to its q-th switch: its ``InjectionPort`` feeds a ``RouterLink`` (the
+link) into the switch's port for the node, and that port's output goes through a
+``RouterLink`` (the link back) into the terminal's ``EjectionPort``. A terminal beyond its
+endpoint's links has no ports (its ``inject`` is never ready, its ``eject`` never valid). Every switch gets the largest
 switch degree as its port count (a 4-ary 2-tree: 8); a smaller switch's extra ports are tied off
 (input idle, output never routed to), so ``to_verilog`` converts the router once per distinct
 port layout (one module on fat-tree and BiGraph).
@@ -47,7 +50,8 @@ from ..ops import eq_const
 from .arbiter import RoundRobinArbiter
 from .flit import PacketFlit, is_tail_kind, vc_bits
 from .router import Router, RouterChannel, pack_routes, RouterParams, _check_int, _onehot_select, onehot_encode
-from .routing import NUM_GRID_PORTS, grid_neighbor, grid_tables, switch_tables
+from .routing import (NUM_GRID_PORTS, endpoint_switches, grid_neighbor, grid_tables,
+                      switch_tables, terminals_per_endpoint)
 
 __all__ = ["RouterLink", "InjectionPort", "EjectionPort", "RouterNetwork", "to_verilog",
            "TOP_MODULE", "PathCost", "path_cost", "ROUTER_CYCLES", "INJECTION_CYCLES",
@@ -125,9 +129,10 @@ def _check_network(topology, link_latency, concentration, what):
                          f"not {getattr(topology, 'spec', topology)!r}")
     _check_int("concentration", concentration, 1, 8)
     _check_int("link_latency", link_latency, 0, MAX_LINK_STAGES)
-    if kind == "table" and concentration != 1:
-        raise ValueError(f"concentration must be 1 on {topology.spec} (each endpoint node is "
-                         f"one terminal of its switch), not {concentration!r}")
+    if kind == "table" and concentration != terminals_per_endpoint(topology):
+        raise ValueError(f"concentration must be {terminals_per_endpoint(topology)} on "
+                         f"{topology.spec} (a terminal per link of an endpoint to a switch), not "
+                         f"{concentration!r}")
     return kind
 
 
@@ -146,7 +151,8 @@ def path_cost(topology, src, dst, *, link_latency=1, concentration=1):
         if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < n:
             raise ValueError(f"{name} must be a terminal 0..{n - 1}, not {t!r}")
     if kind == "table":
-        links = len(topology.route(src, dst)) if src != dst else 2
+        c = concentration
+        links = len(topology.route(src // c, dst // c)) if src // c != dst // c else 2
         return PathCost(routers=links - 1, links=links, link_latency=link_latency)
     links = len(topology.route(src // concentration, dst // concentration))
     return PathCost(routers=links + 1, links=links, link_latency=link_latency)
@@ -314,8 +320,9 @@ class RouterNetwork(wiring.Component):
         Register stages per link direction (flits and credits), 0..1024; on fat-tree/BiGraph
         also on each endpoint's link to its switch and back.
     concentration : int
-        Terminals (local ports) per router, 1..8 on mesh/torus; must be 1 on fat-tree/BiGraph
-        (an endpoint node is a terminal).
+        Terminals (local ports) per router, 1..8 on mesh/torus; on a switched network the most
+        switch links of an endpoint (``hdl.router.routing.terminals_per_endpoint``; 1 on
+        fat-tree/BiGraph: an endpoint node is a terminal).
     datelines : bool
         VC classes against deadlock (default): dateline classes on a torus, the two classes of
         ``switch_tables`` on BiGraph. ``False`` lets every packet use every VC on every hop: an
@@ -411,7 +418,10 @@ class RouterNetwork(wiring.Component):
             terminal_ports = self._wire_switches(m, routers)
         else:
             terminal_ports = self._wire_grid(m, routers)
-        for t, (r, port) in enumerate(terminal_ports):
+        for t, ends in enumerate(terminal_ports):
+            if ends is None:
+                continue        # a terminal beyond its endpoint's links
+            r, port = ends
             inj = m.submodules[f"inject{t}"] = InjectionPort(prm)
             ej = m.submodules[f"eject{t}"] = EjectionPort(prm)
             wiring.connect(m, wiring.flipped(self.inject[t]), inj.inject)
@@ -458,7 +468,8 @@ class RouterNetwork(wiring.Component):
                     wiring.connect(m, routers[i].out[p], link.sender)
                     wiring.connect(m, link.receiver, routers[index[v]].inp[ports[v].index(sw)])
                 else:
-                    terminal_ports[v] = (i, p)
+                    q = endpoint_switches(self.topology, v).index(sw)
+                    terminal_ports[v * self.concentration + q] = (i, p)
         return terminal_ports
 
 

@@ -19,10 +19,14 @@ dimension, and returns it to class 0 when it changes dimension (or leaves a loca
 route crosses each ring's dateline at most once, so the channel dependency graph of each class
 of each ring is acyclic, and dimension order removes cycles between rings: deadlock-free.
 
-Indirect networks (fat-tree, BiGraph): a switch's ports are its neighbours in
-``Topology.graph.successors`` order (endpoints and switches alike); an endpoint attached to the
-switch is reached through the port of that link. ``switch_table`` checks that the golden routes
-are destination-based at every switch (they are: d-mod-k). ``switch_tables`` gives the tables of
+Indirect networks (fat-tree, BiGraph, a graph file with switches): a switch's ports are its
+neighbours in ``Topology.graph.successors`` order (endpoints and switches alike); an endpoint
+attached to the switch is reached through the port of that link. An endpoint with links to
+several switches (a graph file's) is a terminal per link, ``node * c + q`` for its q-th switch
+(``c`` the most links of an endpoint): terminal ``node * c + q`` is reached through that switch,
+over fewest-hop switch paths toward it chosen by terminal. With one link per endpoint,
+``switch_table`` checks that the golden routes are destination-based at every switch (they are:
+d-mod-k) and the tables follow them. ``switch_tables`` gives the tables of
 all switches of a network, padded to one port count (the largest switch degree; the extra ports
 are never routed to), and checks that every destination is reached from every endpoint along
 its golden route.
@@ -41,7 +45,7 @@ from the destination or on class-1 links, and class-1 links only on endpoint lin
 from dataclasses import dataclass
 
 __all__ = ["RoutingTable", "grid_tables", "switch_table", "switch_tables", "NUM_GRID_PORTS",
-           "PORT_NAMES", "walk", "dependency_cycle"]
+           "PORT_NAMES", "walk", "dependency_cycle", "endpoint_switches", "terminals_per_endpoint"]
 
 #: Network ports of a mesh or torus router (north, south, west, east).
 NUM_GRID_PORTS = 4
@@ -166,25 +170,68 @@ def grid_neighbor(topology, router, port):
     return None
 
 
-def _endpoint_switch(topology, node):
-    """The switch an endpoint of a fat-tree or BiGraph hangs off (its only link)."""
+def endpoint_switches(topology, node):
+    """The switches endpoint ``node`` of a switched network has links to, in ``successors``
+    order: its ports, terminal ``node * c + q`` for the q-th (``c`` =
+    :func:`terminals_per_endpoint`).
+
+    Raises
+    ------
+    ValueError
+        If a link of ``node`` goes to another endpoint, or has no link back.
+    """
     g = topology.graph
     succ = list(g.successors(node))
-    if len(succ) != 1 or g.nodes[succ[0]].get("kind") != "switch" or not g.has_edge(succ[0], node):
-        raise ValueError(f"endpoint {node} of {topology.spec!r} needs exactly one link to a "
-                         f"switch and one back, not {succ!r}")
-    return succ[0]
+    if not succ or any(g.nodes[v].get("kind") != "switch" or not g.has_edge(v, node)
+                       for v in succ):
+        raise ValueError(f"endpoint {node} of {topology.spec!r} needs links to switches only, "
+                         f"each with a link back, not {succ!r}")
+    return succ
 
 
-def _next_hops(topology):
-    """{switch: {destination: next hop}} read off every golden route (destination-based)."""
+def terminals_per_endpoint(topology):
+    """Router terminals per endpoint of a switched network: its most links to switches (1 on a
+    fat-tree or BiGraph; an endpoint with fewer leaves the rest of its terminals unused)."""
+    return max(len(endpoint_switches(topology, v)) for v in topology.nodes)
+
+
+def _toward_switch(topology, target, tie):
+    """{switch: next switch} on fewest-hop paths through switches toward ``target``: found
+    breadth first over the reversed switch-to-switch links, each switch taking, of its
+    successors one hop nearer, the one at index ``tie mod count`` (as the graph family's routes
+    choose by destination, ``golden_model.families.graph``)."""
+    import networkx as nx  # noqa: PLC0415
+    g = topology.graph
+    h = g.subgraph(topology.switches)
+    dist = nx.single_source_shortest_path_length(h.reverse(copy=False), target)
+    hops = {}
+    for v, d in dist.items():
+        if v != target:
+            nearer = sorted((w for w in h.successors(v) if dist.get(w) == d - 1), key=str)
+            hops[v] = nearer[tie % len(nearer)]
+    return hops
+
+
+def _next_hops(topology, c):
+    """{switch: {destination terminal: next hop}}. One terminal per endpoint (``c`` = 1): read
+    off every golden route (destination-based). Several: terminal ``d * c + q`` is reached
+    through endpoint ``d``'s q-th switch S, over fewest-hop switch paths toward S
+    (:func:`_toward_switch`, ties by terminal), then S's link to ``d``."""
     nxt = {sw: {} for sw in topology.switches}
-    for s in topology.nodes:
-        for d in topology.nodes:
-            for u, v in topology.route(s, d):
-                if u in nxt and nxt[u].setdefault(d, v) != v:
-                    raise ValueError(f"routes of {topology.spec!r} are not destination-based at "
-                                     f"{u!r} (destination {d}: {nxt[u][d]} and {v})")
+    if c == 1:
+        for s in topology.nodes:
+            for d in topology.nodes:
+                for u, v in topology.route(s, d):
+                    if u in nxt and nxt[u].setdefault(d, v) != v:
+                        raise ValueError(f"routes of {topology.spec!r} are not destination-based "
+                                         f"at {u!r} (destination {d}: {nxt[u][d]} and {v})")
+        return nxt
+    for d in topology.nodes:
+        for q, last in enumerate(endpoint_switches(topology, d)):
+            t = d * c + q
+            nxt[last][t] = d
+            for sw, v in _toward_switch(topology, last, t).items():
+                nxt[sw][t] = v
     return nxt
 
 
@@ -194,16 +241,24 @@ def _check_indirect(topology):
                          f"{getattr(topology, 'spec', topology)!r}")
 
 
-def _switch_table(topology, switch, hops, num_ports, vc_classes):
+def _terminal_switch(topology, t, c):
+    """The switch whose link delivers to terminal ``t`` (``c`` terminals per endpoint), or
+    None for an unused terminal."""
+    ends = endpoint_switches(topology, t // c)
+    return ends[t % c] if t % c < len(ends) else None
+
+
+def _switch_table(topology, switch, hops, num_ports, vc_classes, c):
     g = topology.graph
     ports = list(g.successors(switch))
     out_port, dateline = [], []
-    for d in topology.nodes:
-        v = hops.get(d)
-        # A destination no golden route leads through this switch: never looked up.
+    for t in range(topology.num_nodes * c):
+        v = hops.get(t)
+        # A destination no route leads through this switch (or an unused terminal): never
+        # looked up.
         out_port.append(ports.index(v) if v is not None else 0)
         last = (v is not None and g.nodes[v].get("kind") == "switch"
-                and _endpoint_switch(topology, d) == v)
+                and _terminal_switch(topology, t, c) == v)
         dateline.append(vc_classes == 2 and last)
     if vc_classes == 2:
         port_dim = tuple(0 if g.nodes[v].get("kind") == "switch" else None for v in ports)
@@ -238,12 +293,14 @@ def switch_table(topology, switch, num_ports=None):
     if isinstance(num_ports, bool) or not isinstance(num_ports, int) or num_ports < degree:
         raise ValueError(f"num_ports must be an integer >= {degree} (the degree of {switch!r}), "
                          f"not {num_ports!r}")
-    return _switch_table(topology, switch, _next_hops(topology)[switch], num_ports, 1)
+    c = terminals_per_endpoint(topology)
+    return _switch_table(topology, switch, _next_hops(topology, c)[switch], num_ports, 1, c)
 
 
 def switch_tables(topology, *, vc_classes=None, num_ports=None):
-    """The routing tables of every switch of a fat-tree or BiGraph (index = position in
-    ``topology.switches``), all with the same number of ports.
+    """The routing tables of every switch of a switched network (fat-tree, BiGraph, a graph
+    file's; index = position in ``topology.switches``), all with the same number of ports, with
+    one entry per terminal (:func:`terminals_per_endpoint` per endpoint).
 
     Parameters
     ----------
@@ -258,9 +315,10 @@ def switch_tables(topology, *, vc_classes=None, num_ports=None):
     Raises
     ------
     ValueError
-        If the topology is not a fat-tree or BiGraph, an endpoint has not exactly one link to a
-        switch, a route is not destination-based, a destination is not reached from some
-        endpoint along its golden route, or the routes stay cyclic with the chosen classes.
+        If the topology has no switch routers, an endpoint links to another endpoint, a route
+        is not destination-based, a terminal is not reached from some terminal (with one
+        terminal per endpoint: along its golden route), or the routes stay cyclic with the
+        chosen classes.
     """
     _check_indirect(topology)
     if vc_classes not in (None, 1, 2):
@@ -273,12 +331,11 @@ def switch_tables(topology, *, vc_classes=None, num_ports=None):
     if isinstance(num_ports, bool) or not isinstance(num_ports, int) or num_ports < widest:
         raise ValueError(f"num_ports must be an integer >= {widest} (the largest switch degree), "
                          f"not {num_ports!r}")
-    for t in topology.nodes:
-        _endpoint_switch(topology, t)
-    hops = _next_hops(topology)
+    c = terminals_per_endpoint(topology)
+    hops = _next_hops(topology, c)
 
     def build(classes):
-        return [_switch_table(topology, sw, hops[sw], num_ports, classes) for sw in switches]
+        return [_switch_table(topology, sw, hops[sw], num_ports, classes, c) for sw in switches]
 
     tables = build(2 if vc_classes == 2 else 1)
     cycle = dependency_cycle(topology, tables)
@@ -289,23 +346,35 @@ def switch_tables(topology, *, vc_classes=None, num_ports=None):
             raise ValueError(f"the routes of {topology.spec!r} have a channel dependency cycle "
                              f"even with two VC classes: {cycle}")
     named = dict(zip(switches, tables))
-    for s in topology.nodes:
-        for d in topology.nodes:
-            try:
-                hops = _switch_walk(topology, named, s, d)
-            except RuntimeError as exc:
-                raise ValueError(f"the tables of {topology.spec!r} do not reach {d} from {s}: "
-                                 f"{exc}") from None
-            links = tuple((sw, list(g.successors(sw))[port]) for sw, port, _ in hops)
-            if s != d and links != topology.route(s, d)[1:]:
-                raise ValueError(f"the tables of {topology.spec!r} route {s} -> {d} over "
-                                 f"{links}, not the golden {topology.route(s, d)}")
+    for s, d in _terminal_pairs(topology, c):
+        try:
+            hops = _switch_walk(topology, named, s, d, c)
+        except RuntimeError as exc:
+            raise ValueError(f"the tables of {topology.spec!r} do not reach terminal {d} "
+                             f"from {s}: {exc}") from None
+        links = tuple((sw, list(g.successors(sw))[port]) for sw, port, _ in hops)
+        if c == 1 and s != d and links != topology.route(s, d)[1:]:
+            raise ValueError(f"the tables of {topology.spec!r} route {s} -> {d} over "
+                             f"{links}, not the golden {topology.route(s, d)}")
     return tables
 
 
-def _walk_links(topology, tables, src, dest):
-    """Switch-to-switch (link, class) pairs of the walk from endpoint ``src`` to ``dest``."""
-    hops = walk(topology, tables, src, dest)
+def _terminal_pairs(topology, c):
+    """(source, destination) terminals a packet can go between: both have a link (``c`` per
+    endpoint, fewer where an endpoint has fewer switches) and the source's switch reaches the
+    destination's over switch-to-switch links (a route never passes through an endpoint, so a
+    schedule only ever sends between such terminals)."""
+    import networkx as nx  # noqa: PLC0415
+    h = topology.graph.subgraph(topology.switches)
+    reach = {sw: nx.descendants(h, sw) | {sw} for sw in topology.switches}
+    ends = {t: _terminal_switch(topology, t, c) for t in range(topology.num_nodes * c)}
+    used = [t for t, sw in ends.items() if sw is not None]
+    return [(a, b) for a in used for b in used if ends[b] in reach[ends[a]]]
+
+
+def _walk_links(topology, tables, src, dest, c):
+    """Switch-to-switch (link, class) pairs of the walk from terminal ``src`` to ``dest``."""
+    hops = _switch_walk(topology, tables, src, dest, c)
     g = topology.graph
     out = []
     for sw, port, cls in hops[:-1]:          # the last hop goes to the endpoint
@@ -320,12 +389,12 @@ def dependency_cycle(topology, tables):
     it is acyclic (the routes cannot deadlock). Links to and from endpoints never close a
     cycle (endpoints sink every packet)."""
     deps = {}
-    for s in topology.nodes:
-        for d in topology.nodes:
-            chans = _walk_links(topology, tables, s, d)
-            for a, b in zip(chans, chans[1:]):
-                deps.setdefault(a, set()).add(b)
-                deps.setdefault(b, set())
+    c = terminals_per_endpoint(topology)
+    for s, d in _terminal_pairs(topology, c):
+        chans = _walk_links(topology, tables, s, d, c)
+        for a, b in zip(chans, chans[1:]):
+            deps.setdefault(a, set()).add(b)
+            deps.setdefault(b, set())
     state, stack = {}, []
 
     def visit(c):          # iterative DFS would be longer; depth <= number of links
@@ -371,7 +440,7 @@ def walk(topology, tables, src, dest, concentration=1):
         On a routing loop or a packet delivered to the wrong terminal.
     """
     if not topology.is_direct:
-        return _switch_walk(topology, tables, src, dest)
+        return _switch_walk(topology, tables, src, dest, concentration)
     router = src // concentration
     in_port, in_class = NUM_GRID_PORTS + src % concentration, 0
     hops = []
@@ -387,12 +456,12 @@ def walk(topology, tables, src, dest, concentration=1):
     raise RuntimeError(f"routing loop from {src} to {dest}")
 
 
-def _switch_walk(topology, tables, src, dest):
+def _switch_walk(topology, tables, src, dest, c):
     g = topology.graph
     if not isinstance(tables, dict):
         tables = dict(zip(topology.switches, tables))
-    sw = _endpoint_switch(topology, src)
-    in_port, in_class = list(g.successors(sw)).index(src), 0
+    sw = _terminal_switch(topology, src, c)
+    in_port, in_class = list(g.successors(sw)).index(src // c), 0
     hops = []
     for _ in range(len(tables) + 1):
         table = tables[sw]
@@ -404,8 +473,9 @@ def _switch_walk(topology, tables, src, dest):
         hops.append((sw, port, cls))
         v = ports[port]
         if g.nodes[v].get("kind") != "switch":
-            if v != dest:
-                raise RuntimeError(f"a packet from {src} to {dest} is delivered to {v}")
+            if v != dest // c or sw != _terminal_switch(topology, dest, c):
+                raise RuntimeError(f"a packet from terminal {src} to {dest} is delivered to "
+                                   f"endpoint {v} from {sw!r}")
             return hops
         in_port, in_class = list(g.successors(v)).index(sw), (cls or 0)
         sw = v
