@@ -261,22 +261,28 @@ def _plan_run(topology, algorithm, elements, config, hw_topology, timing, schedu
     return PlannedRun(str(algorithm), elements, schedule, lowered, expected, lb.cycles)
 
 
-def _check_deadlock_free(topology):
+def _check_routers_buildable(topology):
     """Refuse, before any hardware is built, a table-routed network whose routes the routers
     cannot carry without deadlock: ``hdl.router.routing.switch_tables`` checks the channel
     dependency graph and gives switch-to-switch hops into the destination's switch a second
     virtual-channel class where one class leaves a cycle; a cycle that remains with two classes
-    (or routes that are not destination-based), and parallel links between switches, are
-    refused here in one line."""
+    (or routes that are not destination-based), parallel links of an endpoint and parallel
+    links of unequal count each way are refused here in one line."""
     if topology.router_kind != "table":
         return                  # grid routers: dateline classes on the wrap links
-    parallel = next(((u, v, n) for u, v, n in topology.graph.edges(data="count") if (n or 1) > 1),
-                    None)
-    if parallel is not None:
-        u, v, n = parallel
-        raise ConfigError(f"cannot build routers for {topology.spec}: link {u} -> {v} is {n} "
-                          f"parallel links, and the router network builds one port per link "
-                          f"(parallel links as separate router ports are not built yet)")
+    g = topology.graph
+    for u, v, n in g.edges(data="count", default=1):
+        if n == 1:
+            continue
+        if "node" in (g.nodes[u]["kind"], g.nodes[v]["kind"]):
+            raise ConfigError(f"cannot build routers for {topology.spec}: the link {u} -> {v} "
+                              f"of an endpoint is {n} parallel links; an NI port per parallel "
+                              f"link is not built yet (parallel links between switches are)")
+        back = g.edges[v, u].get("count", 1)
+        if n != back:
+            raise ConfigError(f"cannot build routers for {topology.spec}: {u} -> {v} is {n} "
+                              f"parallel links but {v} -> {u} is {back}; a router port joins "
+                              f"one link each way")
     from hdl.router.routing import switch_tables  # noqa: PLC0415
     try:
         switch_tables(topology)
@@ -345,7 +351,7 @@ def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[
                       f"needs routers, but")
     if reason is not None:
         check_routable(topology, reason)
-        _check_deadlock_free(topology)
+        _check_routers_buildable(topology)
     if dtype is None:
         etype = element_type(DEFAULT_DTYPE if reason is None else ROUTED_DEFAULT_DTYPE)
     try:

@@ -299,15 +299,52 @@ def test_routes_that_deadlock_are_refused_before_any_verilog(tmp_path, capsys):
     assert not out.exists()
 
 
-def test_parallel_switch_links_are_refused_before_any_verilog(tmp_path, capsys):
-    """machine:dgx2's switches are joined by 8 parallel links each: one line, exit 2, nothing
-    written."""
+@pytest.mark.parametrize("links, words", [
+    # an endpoint's link of 2 parallel links
+    (BOTH(0, "s0", count=2) + BOTH(1, "s0"), "the link 0 -> s0 of an endpoint is 2 parallel"),
+    # switches joined by 2 links one way, 3 the other
+    (BOTH(0, "s0") + BOTH(1, "s1") + [("s0", "s1", {"count": 2}), ("s1", "s0", {"count": 3})],
+     "s0 -> s1 is 2 parallel links but s1 -> s0 is 3"),
+])
+def test_parallel_links_the_routers_cannot_build_are_refused(tmp_path, capsys, links, words):
+    """One line, exit 2, nothing written."""
     out = tmp_path / "gen"
-    assert main(["generate", "-t", "machine:dgx2", "-a", "multitree", "--elements", "96",
-                 "--out", str(out)]) == 2
+    assert main(["generate", "-t", _write(tmp_path, _net(links)), "-a", "ring", "--elements",
+                 "96", "--router", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "8 parallel links" in err[0] and "s0 -> s6" in err[0]
+    assert len(err) == 1 and words in err[0], err
     assert not out.exists()
+
+
+def test_parallel_switch_links_are_router_ports(tmp_path):
+    """Two switches joined by 3 parallel links each way, three endpoints on each: the routers
+    get a port per parallel link, and the tables spread the destination terminals over them
+    (terminal t on link t mod 3), every walk delivering to its terminal."""
+    from hdl.router.routing import switch_ports, switch_tables, walk
+    links = [x for i in range(6) for x in BOTH(i, "s0" if i < 3 else "s1")]
+    links += BOTH("s0", "s1", count=3)
+    topo = parse_topology(_write(tmp_path, _net(links)))
+    assert switch_ports(topo, "s0") == [(0, 0), (1, 0), (2, 0), ("s1", 0), ("s1", 1), ("s1", 2)]
+    tables = switch_tables(topo)
+    for src in range(6):
+        for dst in range(6):
+            hops = walk(topo, tables, src, dst)
+            assert [switch_ports(topo, sw)[p][0] for sw, p, _ in hops][-1] == dst
+            if (src < 3) != (dst < 3):
+                assert switch_ports(topo, hops[0][0])[hops[0][1]] == ("s1" if src < 3 else "s0",
+                                                                     dst % 3)
+
+
+def _demo_in_hardware(tmp_path, capsys, spec, sim, elements, *options):
+    """``allreduce-rtl demo`` on ``spec`` with 2-cycle links: its JSON report, after checking
+    that the NIs are on routers and every node of MultiTree and ring matches bit for bit."""
+    assert main(["demo", "-t", spec, "--elements", str(elements), "--link-latency", "2",
+                 "--simulator", sim, "--json", "--out", str(tmp_path / "demo"),
+                 "--build-dir", str(tmp_path / "build"), *options]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verified"] and report["config"]["routed"]
+    assert all(r["verified"] and r["mismatches"] == 0 for r in report["results"])
+    return report
 
 
 @pytest.mark.parametrize("sim", ["icarus", pytest.param("verilator", marks=pytest.mark.slow)])
@@ -315,13 +352,18 @@ def test_a_machine_whose_endpoints_have_two_links_runs_in_hardware(tmp_path, cap
     """machine:cloud-v100: every worker has a link to its pair's switch and one to the shared
     switch, so each NI has two ports, each a router terminal; MultiTree and ring bit for bit
     (every algorithm in both simulators: tests/test_hw_routed.py, -m slow)."""
-    assert main(["demo", "-t", "machine:cloud-v100", "--elements", "40", "--link-latency", "2",
-                 "--dtype", "int32", "--simulator", sim, "--json", "--out", str(tmp_path / "demo"),
-                 "--build-dir", str(tmp_path / "build")]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["verified"] and report["config"]["routed"]
+    report = _demo_in_hardware(tmp_path, capsys, "machine:cloud-v100", sim, 40,
+                               "--dtype", "int32")
     assert report["config"]["num_ports"] == 2
-    assert all(r["verified"] and r["mismatches"] == 0 for r in report["results"])
+
+
+@pytest.mark.parametrize("sim", ["icarus", pytest.param("verilator", marks=pytest.mark.slow)])
+def test_parallel_switch_links_run_in_hardware(tmp_path, capsys, sim):
+    """Two switches joined by 3 parallel links each way, two endpoints on each: a router port
+    and a link per parallel link; MultiTree and ring bit for bit."""
+    links = [x for i in range(4) for x in BOTH(i, "s0" if i < 2 else "s1")]
+    spec = _write(tmp_path, _net(links + BOTH("s0", "s1", count=3)), "parallel.json")
+    _demo_in_hardware(tmp_path, capsys, spec, sim, 40, "--dtype", "int32")
 
 
 @pytest.mark.parametrize("sim", ["icarus", pytest.param("verilator", marks=pytest.mark.slow)])
@@ -333,10 +375,4 @@ def test_an_irregular_network_runs_in_hardware(tmp_path, capsys, sim):
         links += [(i, sw, {}), (sw, i, {})]
     for (a, b), bw in zip((("s0", "s1"), ("s1", "s2"), ("s2", "s0")), (8.0, 16.0, 32.0)):
         links += [(a, b, {"bandwidth": bw}), (b, a, {"bandwidth": bw})]
-    spec = _write(tmp_path, _net(links), "three.json")
-    assert main(["demo", "-t", spec, "--elements", "96", "--link-latency", "2", "--simulator",
-                 sim, "--json", "--out", str(tmp_path / "demo"),
-                 "--build-dir", str(tmp_path / "build")]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["verified"] and report["config"]["routed"]
-    assert all(r["verified"] and r["mismatches"] == 0 for r in report["results"])
+    _demo_in_hardware(tmp_path, capsys, _write(tmp_path, _net(links), "three.json"), sim, 96)

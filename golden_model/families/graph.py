@@ -31,9 +31,8 @@ class GraphFamily(Family):
         self._toward = {}           # destination -> {vertex: next hop} (``route``)
         ends = [v for v, kind in graph.nodes(data="kind") if kind == "node"]
         self.direct = len(ends) == graph.number_of_nodes()
-        switch_links = all(
-            graph.nodes[w]["kind"] == "switch" and graph.edges[v, w].get("count", 1) == 1
-            for v in ends for w in graph.successors(v))
+        switch_links = all(graph.nodes[w]["kind"] == "switch"
+                           for v in ends for w in graph.successors(v))
         self.router = ("table" if not self.direct and switch_links
                        and self._connected_through_switches(ends) else None)
 

@@ -9,7 +9,8 @@ Mesh and torus: one ``Router`` per node, one ``RouterLink`` per directed link; t
 Fat-tree, BiGraph and graph files with switches (``concentration`` = the most switch links of
 an endpoint, ``hdl.router.routing.terminals_per_endpoint``: 1 on fat-tree and BiGraph): one
 ``Router`` per switch (``topology.switches`` order) with its ``switch_tables`` table, one
-``RouterLink`` per directed switch-to-switch link; terminal ``t = node * concentration + q`` is
+``RouterLink`` per directed switch-to-switch link (per parallel link where a link has a
+``count``: ``hdl.router.routing.switch_ports``); terminal ``t = node * concentration + q`` is
 endpoint ``node``'s link to its q-th switch: its ``InjectionPort`` feeds a ``RouterLink`` (the
 link) into the switch's port for the node, and that port's output goes through a
 ``RouterLink`` (the link back) into the terminal's ``EjectionPort``. A terminal beyond its
@@ -51,7 +52,7 @@ from .arbiter import RoundRobinArbiter
 from .flit import PacketFlit, is_tail_kind, vc_bits
 from .router import Router, RouterChannel, pack_routes, RouterParams, _check_int, _onehot_select, onehot_encode
 from .routing import (NUM_GRID_PORTS, endpoint_switches, grid_neighbor, grid_tables,
-                      switch_tables, terminals_per_endpoint)
+                      switch_ports, switch_tables, terminals_per_endpoint)
 
 __all__ = ["RouterLink", "InjectionPort", "EjectionPort", "RouterNetwork", "to_verilog",
            "TOP_MODULE", "PathCost", "path_cost", "ROUTER_CYCLES", "INJECTION_CYCLES",
@@ -457,16 +458,18 @@ class RouterNetwork(wiring.Component):
     def _wire_switches(self, m, routers):
         g = self.topology.graph
         index = {sw: i for i, sw in enumerate(self.switches)}
-        ports = {sw: list(g.successors(sw)) for sw in self.switches}
+        ports = {sw: switch_ports(self.topology, sw) for sw in self.switches}
         terminal_ports = [None] * self.num_terminals
         for i, sw in enumerate(self.switches):
             # ports beyond the switch's degree: input idle, output never routed to
-            for p, v in enumerate(ports[sw]):
+            for p, (v, k) in enumerate(ports[sw]):
                 if v in index:
-                    link = m.submodules[f"link{sw}_{v}"] = RouterLink(self.params,
-                                                                      self.link_latency)
+                    name = f"link{sw}_{v}" if g.edges[sw, v].get("count", 1) == 1 else \
+                        f"link{sw}_{v}_{k}"
+                    link = m.submodules[name] = RouterLink(self.params, self.link_latency)
                     wiring.connect(m, routers[i].out[p], link.sender)
-                    wiring.connect(m, link.receiver, routers[index[v]].inp[ports[v].index(sw)])
+                    wiring.connect(m, link.receiver,
+                                   routers[index[v]].inp[ports[v].index((sw, k))])
                 else:
                     q = endpoint_switches(self.topology, v).index(sw)
                     terminal_ports[v * self.concentration + q] = (i, p)

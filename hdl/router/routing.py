@@ -21,7 +21,9 @@ of each ring is acyclic, and dimension order removes cycles between rings: deadl
 
 Indirect networks (fat-tree, BiGraph, a graph file with switches): a switch's ports are its
 neighbours in ``Topology.graph.successors`` order (endpoints and switches alike); an endpoint
-attached to the switch is reached through the port of that link. An endpoint with links to
+attached to the switch is reached through the port of that link; ``count`` parallel links to
+another switch are that many ports (``switch_ports``), and a terminal takes the one its number
+gives modulo the count, which spreads destinations over them. An endpoint with links to
 several switches (a graph file's) is a terminal per link, ``node * c + q`` for its q-th switch
 (``c`` the most links of an endpoint): terminal ``node * c + q`` is reached through that switch,
 over fewest-hop switch paths toward it chosen by terminal. With one link per endpoint,
@@ -45,7 +47,8 @@ from the destination or on class-1 links, and class-1 links only on endpoint lin
 from dataclasses import dataclass
 
 __all__ = ["RoutingTable", "grid_tables", "switch_table", "switch_tables", "NUM_GRID_PORTS",
-           "PORT_NAMES", "walk", "dependency_cycle", "endpoint_switches", "terminals_per_endpoint"]
+           "PORT_NAMES", "walk", "dependency_cycle", "endpoint_switches", "terminals_per_endpoint",
+           "switch_ports"]
 
 #: Network ports of a mesh or torus router (north, south, west, east).
 NUM_GRID_PORTS = 4
@@ -189,6 +192,17 @@ def endpoint_switches(topology, node):
     return succ
 
 
+def switch_ports(topology, switch):
+    """The ports of ``switch``'s router, in order: ``(neighbour, k)`` for each neighbour in
+    ``graph.successors`` order and each of the ``count`` parallel links to it (``k`` =
+    0..count-1; one port to an endpoint). Parallel link ``k`` from switch A to B arrives at B's
+    port ``(A, k)``."""
+    g = topology.graph
+    return [(v, k) for v in g.successors(switch)
+            for k in range(g.edges[switch, v].get("count", 1)
+                           if g.nodes[v].get("kind") == "switch" else 1)]
+
+
 def terminals_per_endpoint(topology):
     """Router terminals per endpoint of a switched network: its most links to switches (1 on a
     fat-tree or BiGraph; an endpoint with fewer leaves the rest of its terminals unused)."""
@@ -250,18 +264,19 @@ def _terminal_switch(topology, t, c):
 
 def _switch_table(topology, switch, hops, num_ports, vc_classes, c):
     g = topology.graph
-    ports = list(g.successors(switch))
+    ports = switch_ports(topology, switch)
     out_port, dateline = [], []
     for t in range(topology.num_nodes * c):
         v = hops.get(t)
         # A destination no route leads through this switch (or an unused terminal): never
-        # looked up.
-        out_port.append(ports.index(v) if v is not None else 0)
+        # looked up. Of parallel links to the next switch, terminal t takes number t mod count.
+        parallel = sum(1 for w, _ in ports if w == v)
+        out_port.append(ports.index((v, t % parallel)) if v is not None else 0)
         last = (v is not None and g.nodes[v].get("kind") == "switch"
                 and _terminal_switch(topology, t, c) == v)
         dateline.append(vc_classes == 2 and last)
     if vc_classes == 2:
-        port_dim = tuple(0 if g.nodes[v].get("kind") == "switch" else None for v in ports)
+        port_dim = tuple(0 if g.nodes[v].get("kind") == "switch" else None for v, _ in ports)
     else:
         port_dim = (None,) * len(ports)
     port_dim += (None,) * (num_ports - len(ports))
@@ -287,7 +302,7 @@ def switch_table(topology, switch, num_ports=None):
     g = topology.graph
     if switch not in g or g.nodes[switch].get("kind") != "switch":
         raise ValueError(f"{switch!r} is not a switch of {topology.spec!r}")
-    degree = g.out_degree(switch)
+    degree = len(switch_ports(topology, switch))
     if num_ports is None:
         num_ports = degree
     if isinstance(num_ports, bool) or not isinstance(num_ports, int) or num_ports < degree:
@@ -325,7 +340,7 @@ def switch_tables(topology, *, vc_classes=None, num_ports=None):
         raise ValueError(f"vc_classes must be None, 1 or 2, not {vc_classes!r}")
     g = topology.graph
     switches = topology.switches
-    widest = max(g.out_degree(sw) for sw in switches)
+    widest = max(len(switch_ports(topology, sw)) for sw in switches)
     if num_ports is None:
         num_ports = widest
     if isinstance(num_ports, bool) or not isinstance(num_ports, int) or num_ports < widest:
@@ -352,7 +367,7 @@ def switch_tables(topology, *, vc_classes=None, num_ports=None):
         except RuntimeError as exc:
             raise ValueError(f"the tables of {topology.spec!r} do not reach terminal {d} "
                              f"from {s}: {exc}") from None
-        links = tuple((sw, list(g.successors(sw))[port]) for sw, port, _ in hops)
+        links = tuple((sw, switch_ports(topology, sw)[port][0]) for sw, port, _ in hops)
         if c == 1 and s != d and links != topology.route(s, d)[1:]:
             raise ValueError(f"the tables of {topology.spec!r} route {s} -> {d} over "
                              f"{links}, not the golden {topology.route(s, d)}")
@@ -375,11 +390,10 @@ def _terminal_pairs(topology, c):
 def _walk_links(topology, tables, src, dest, c):
     """Switch-to-switch (link, class) pairs of the walk from terminal ``src`` to ``dest``."""
     hops = _switch_walk(topology, tables, src, dest, c)
-    g = topology.graph
     out = []
     for sw, port, cls in hops[:-1]:          # the last hop goes to the endpoint
-        v = list(g.successors(sw))[port]
-        out.append(((sw, v), cls or 0))
+        v, k = switch_ports(topology, sw)[port]
+        out.append(((sw, v) if k == 0 else (sw, v, k), cls or 0))
     return out
 
 
@@ -461,22 +475,22 @@ def _switch_walk(topology, tables, src, dest, c):
     if not isinstance(tables, dict):
         tables = dict(zip(topology.switches, tables))
     sw = _terminal_switch(topology, src, c)
-    in_port, in_class = list(g.successors(sw)).index(src // c), 0
+    in_port, in_class = switch_ports(topology, sw).index((src // c, 0)), 0
     hops = []
     for _ in range(len(tables) + 1):
         table = tables[sw]
-        ports = list(g.successors(sw))
+        ports = switch_ports(topology, sw)
         port = table.out_port[dest]
         if port >= len(ports):
             raise RuntimeError(f"{sw!r} routes destination {dest} to unused port {port}")
         cls = table.next_class(in_port, in_class, dest)
         hops.append((sw, port, cls))
-        v = ports[port]
+        v, k = ports[port]
         if g.nodes[v].get("kind") != "switch":
             if v != dest // c or sw != _terminal_switch(topology, dest, c):
                 raise RuntimeError(f"a packet from terminal {src} to {dest} is delivered to "
                                    f"endpoint {v} from {sw!r}")
             return hops
-        in_port, in_class = list(g.successors(v)).index(sw), (cls or 0)
+        in_port, in_class = switch_ports(topology, v).index((sw, k)), (cls or 0)
         sw = v
     raise RuntimeError(f"routing loop from {src} to {dest}")
