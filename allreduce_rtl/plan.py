@@ -271,14 +271,15 @@ def _check_routers_buildable(topology):
     if topology.router_kind != "table":
         return                  # grid routers: dateline classes on the wrap links
     g = topology.graph
-    for u, v, n in g.edges(data="count", default=1):
+    for a, b, n in g.edges(data="count", default=1):
         if n == 1:
             continue
-        if "node" in (g.nodes[u]["kind"], g.nodes[v]["kind"]):
+        u, v = (g.nodes[x].get("label", x) for x in (a, b))    # the file's ids
+        if "node" in (g.nodes[a]["kind"], g.nodes[b]["kind"]):
             raise ConfigError(f"cannot build routers for {topology.spec}: the link {u} -> {v} "
                               f"of an endpoint is {n} parallel links; an NI port per parallel "
                               f"link is not built yet (parallel links between switches are)")
-        back = g.edges[v, u].get("count", 1)
+        back = g.edges[b, a].get("count", 1)
         if n != back:
             raise ConfigError(f"cannot build routers for {topology.spec}: {u} -> {v} is {n} "
                               f"parallel links but {v} -> {u} is {back}; a router port joins "

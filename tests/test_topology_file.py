@@ -305,6 +305,10 @@ def test_routes_that_deadlock_are_refused_before_any_verilog(tmp_path, capsys):
     # switches joined by 2 links one way, 3 the other
     (BOTH(0, "s0") + BOTH(1, "s1") + [("s0", "s1", {"count": 2}), ("s1", "s0", {"count": 3})],
      "s0 -> s1 is 2 parallel links but s1 -> s0 is 3"),
+    # the same with the file's own ids, which the message names
+    (BOTH("gpu0", "swX") + BOTH("gpu1", "swY")
+     + [("swX", "swY", {"count": 2}), ("swY", "swX", {"count": 3})],
+     "swX -> swY is 2 parallel links but swY -> swX is 3"),
 ])
 def test_parallel_links_the_routers_cannot_build_are_refused(tmp_path, capsys, links, words):
     """One line, exit 2, nothing written."""

@@ -359,7 +359,7 @@ def switch_tables(topology, *, vc_classes=None, num_ports=None):
         cycle = dependency_cycle(topology, tables)
         if cycle:
             raise ValueError(f"the routes of {topology.spec!r} have a channel dependency cycle "
-                             f"even with two VC classes: {cycle}")
+                             f"even with two VC classes: {_as_in_file(topology, cycle)}")
     named = dict(zip(switches, tables))
     for s, d in _terminal_pairs(topology, c):
         try:
@@ -372,6 +372,16 @@ def switch_tables(topology, *, vc_classes=None, num_ports=None):
             raise ValueError(f"the tables of {topology.spec!r} route {s} -> {d} over "
                              f"{links}, not the golden {topology.route(s, d)}")
     return tables
+
+
+def _as_in_file(topology, value):
+    """``value`` (vertices, or tuples and lists of them) with every vertex by the id its graph
+    file gave it (the node's ``label``, ``golden_model.topology_file``), for messages."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(_as_in_file(topology, x) for x in value)
+    if value in topology.graph:
+        return topology.graph.nodes[value].get("label", value)
+    return value
 
 
 def _terminal_pairs(topology, c):
