@@ -40,7 +40,7 @@ from tb.toolchain import ToolchainError
 
 from .errors import EnvironmentFailure
 from .output import Spinner, atomic_write_many, check_writable_file, counted, ensure_folder
-from .plan import plan_hardware
+from .plan import links_text, plan_hardware
 
 __all__ = ["RESNET50_LAYERS", "FIXED_POINT_SCALE", "DemoPlan", "plan_demo", "gradients",
            "to_fixed_point", "demo_vectors", "run_demo", "SIM_SPEED"]
@@ -223,7 +223,7 @@ _OUTPUT_FILES = {"verilog": "network.v", "report": "report.json", "tb_top": "tb_
                  "host_player": "host_player.v"}
 
 
-def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_latency=150,
+def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_latency=None,
              flow_control="message", buffer_copies=1, seed=0, waves=False, out=None,
              build_root=None, progress=True, schedule=None):
     """Plan, build, simulate, verify; returns ``(report dict, exit code)`` (0: every node of
@@ -273,7 +273,7 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_laten
     try:
         build = HardwareBuild(topology, config, sim, waves=waves, valid_pct=100, ready_pct=100,
                               long_runs=True, backdoor=True, build_root=build_root)
-        with Spinner(f"generate Verilog ({topology.spec}, {config.link_latency}-cycle links)",
+        with Spinner(f"generate Verilog ({topology.spec}, {links_text(hw.link_latency_range)})",
                      progress) as sp_gen:
             net = build.network_file()
         with Spinner(f"build ({sim})", progress) as sp_build:
@@ -396,6 +396,7 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_laten
                                        else None),
                  **quant},
         "config": dataclasses.asdict(config),
+        "link_latency_cycles": list(hw.link_latency_range),
         "timing_params": dataclasses.asdict(hw.timing),
         "lower_bound_cycles": hw.runs[0].lower_bound_cycles,
         "results": rows,
@@ -433,7 +434,7 @@ def format_report(report) -> str:
     q = r["data"]
     lines = [
         f"allreduce-rtl demo: {r['topology']} ({counted(r['nodes'], 'node')}), {r['simulator']}, "
-        f"{r['config']['link_latency']}-cycle links, {r['config']['flow_control']} flow control"
+        f"{links_text(r['link_latency_cycles'])}, {r['config']['flow_control']} flow control"
         + (", NIs on routers" if r["config"].get("routed") else ""),
         f"data: {r['layer']}: {r['elements']:,} gradients per node ({r['bytes_per_node']:,} "
         f"bytes), {q['gradients']}, as {q['encoding']}",

@@ -62,7 +62,8 @@ def register(sub):
 def _plan(args, algorithms, elements, **kw):
     from .plan import plan_hardware  # noqa: PLC0415
     return plan_hardware(options.topology(args), algorithms, elements, dtype=args.dtype,
-                         flow_control=args.flow_control, link_latency=args.link_latency,
+                         flow_control=args.flow_control,
+                         link_latency=options.uniform_link_latency(args),
                          buffer_copies=args.buffer_copies, **kw)
 
 
@@ -123,7 +124,8 @@ def _generate(args):
         network = plan.network()
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    with Spinner(f"generate Verilog ({topo.spec}, {config.link_latency}-cycle links)",
+    from .plan import links_text  # noqa: PLC0415
+    with Spinner(f"generate Verilog ({topo.spec}, {links_text(plan.link_latency_range)})",
                  enabled=not args.json):
         verilog = to_verilog(network)
     if prefix:
@@ -142,6 +144,9 @@ def _generate(args):
         "verilog": {"file": "network.v", "top": top, "bytes": len(verilog.encode()),
                     "sha256": hashlib.sha256(verilog.encode()).hexdigest()},
         "router": network.router_parameters() if plan.routed else None,
+        "links": [{"from": topo.label(u), "to": topo.label(v),
+                   "latency": plan.hardware_topology.link_latency((u, v))}
+                  for u, v in plan.hardware_topology.links],
         "schedule": summary,
         "buffer": {"flits": run.lowered.buffer_flits,
                    "elements_per_flit": run.lowered.elements_per_flit,
@@ -175,7 +180,7 @@ def _generate(args):
         print(f"{run.algorithm} on {topo.spec}, {run.elements:,} {config.dtype} elements per "
               f"node: {summary['steps']} steps, {summary['transfers']} transfers, table depth "
               f"{run.lowered.table_depth}, {run.lowered.buffer_flits} buffer flits; "
-              f"{config.flow_control} flow control, {config.link_latency}-cycle links"
+              f"{config.flow_control} flow control, {links_text(plan.link_latency_range)}"
               f"{', NIs on routers' if plan.routed else ''}; the timing model expects "
               f"{expected:,} cycles (lower bound {lb:,.0f})")
     return 0
@@ -188,7 +193,8 @@ def cmd_demo(args):
     from .cli import print_json
     report, code = run_demo(topology=options.topology(args), elements=args.elements,
                             sim=args.simulator, dtype=args.dtype,
-                            link_latency=args.link_latency, flow_control=args.flow_control,
+                            link_latency=options.uniform_link_latency(args),
+                            flow_control=args.flow_control,
                             buffer_copies=args.buffer_copies,
                             seed=args.seed, waves=args.waves, out=args.out,
                             build_root=args.build_dir, progress=True,

@@ -174,10 +174,14 @@ def hardware_options(p, topology_default="torus:4x4", dtype=True):
     g.add_argument("--flow-control", choices=("message", "credit"), default="message",
                    help="per-link flow control: the paper's message-based grants or per-flit "
                    "credits (default %(default)s)")
-    g.add_argument("--link-latency", type=number_in(int, 0, MAX_LINK_STAGES),
-                   default=DEFAULT_LINK_LATENCY, metavar="CYCLES",
-                   help=f"cycles per link direction, 0..{MAX_LINK_STAGES} "
-                   f"(default %(default)s, the paper's)")
+    g.add_argument("--link-latency", type=per_class(number_in(int, 0, MAX_LINK_STAGES)),
+                   default=None, metavar="CYCLES",
+                   help=f"cycles of every link direction, 0..{MAX_LINK_STAGES}, or per link "
+                   f"class of a family as CLASS=CYCLES,... (wrap on ring and torus; node and "
+                   f"switch on fattree and bigraph; default for the rest), e.g. "
+                   f"wrap=300,default=150 (default: each link its own, "
+                   f"{DEFAULT_LINK_LATENCY} on a family, the paper's; a topology file's per "
+                   f"link)")
     g.add_argument("--buffer-copies", type=int, choices=(1, 2), default=1,
                    help="copies of each NI buffer bank: 2 gives the send engines and the "
                    "reduction lanes one each, twice the buffer memory for about half the "
@@ -255,6 +259,14 @@ def build_dir_option(p):
 
 def topology(args):
     """The ``Topology`` of ``--topology`` with the command's link options (those it has)."""
+    latency = getattr(args, "link_latency", None)
     return parse_topology(args.topology,
                           link_bandwidth=getattr(args, "link_bandwidth", DEFAULT_LINK_BANDWIDTH),
-                          link_latency=getattr(args, "link_latency", DEFAULT_LINK_LATENCY))
+                          link_latency=DEFAULT_LINK_LATENCY if latency is None else latency)
+
+
+def uniform_link_latency(args):
+    """A hardware command's ``--link-latency`` when it is one number (every link alike), else
+    None: each link keeps the latency ``topology(args)`` gives it (``plan_hardware``)."""
+    latency = args.link_latency
+    return latency if isinstance(latency, int) else None

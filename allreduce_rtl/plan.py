@@ -32,10 +32,9 @@ from golden_model.elements import element_type
 from golden_model.errors import ConfigError
 from golden_model.lowering import lower, needs_router
 from golden_model.timing import TimingParams, lower_bound, simulate
-from golden_model.topology import parse_topology
 
 __all__ = ["FLIT_BITS", "PlannedRun", "HardwarePlan", "plan_hardware", "hardware_topology",
-           "hardware_timing", "choice_timing", "routed_timing", "model_cycles", "NI_SEND_DELAY",
+           "hardware_timing", "choice_timing", "routed_timing", "links_text", "model_cycles", "NI_SEND_DELAY",
            "NI_RETIRE_DELAY", "ROUTED_PORT_DELAY", "DEFAULT_DTYPE", "ROUTED_DEFAULT_DTYPE"]
 
 #: The element type the hardware adds unless told otherwise, and on routers (whose NIs take
@@ -66,22 +65,24 @@ ROUTED_PORT_DELAY = 1
 
 
 def hardware_topology(topology, config):
-    """``topology`` with every link as the hardware builds it: ``config.link_latency`` cycles
-    and one flit per cycle (``flit_width / 8`` GB/s at 1 GHz). A graph's links are built alike
-    too (its bandwidths and latencies are not built as link widths yet), parallel links as
-    that many ports."""
-    if topology.family == "graph":
-        import copy  # noqa: PLC0415
-        hw = copy.copy(topology)
-        hw.graph = topology.graph.copy()
-        hw._routes = {}
-        port = float(config.flit_width // 8)
-        for _, _, attrs in hw.graph.edges(data=True):
-            attrs.update(bandwidth=port * attrs.get("count", 1), port_bandwidth=port,
-                         latency=int(config.link_latency))
-        return hw
-    return parse_topology(topology.spec, link_bandwidth=float(config.flit_width // 8),
-                          link_latency=int(config.link_latency))
+    """``topology`` with every link as the hardware builds it: one flit per cycle per port
+    (``flit_width / 8`` GB/s at 1 GHz; parallel links as that many ports, ``count`` times
+    that), and ``config.link_latency`` cycles, or with ``config.per_link_latency`` each link's
+    own latency (``hdl.network.Network``). The bandwidths of the topology are not built (every
+    port carries a flit per cycle)."""
+    graph = topology.graph.copy()
+    port = float(config.flit_width // 8)
+    for _, _, attrs in graph.edges(data=True):
+        attrs.update(bandwidth=port * attrs.get("count", 1), port_bandwidth=port)
+        if not config.per_link_latency:
+            attrs["latency"] = int(config.link_latency)
+    return dataclasses.replace(topology, graph=graph, _routes={})
+
+
+def links_text(latency_range) -> str:
+    """``"150-cycle links"``, or ``"links of 100 to 150 cycles"`` (``link_latency_range``)."""
+    lo, hi = latency_range
+    return f"{hi}-cycle links" if lo == hi else f"links of {lo} to {hi} cycles"
 
 
 def routed_timing(topology) -> dict:
@@ -203,6 +204,13 @@ class HardwarePlan:
         """True when the NIs sit on routers."""
         return self.config.routed
 
+    @property
+    def link_latency_range(self) -> tuple[int, int]:
+        """(shortest, longest) latency of a link as built, in cycles (``hardware_topology``)."""
+        hw = self.hardware_topology
+        lat = [hw.link_latency(link) for link in hw.links] or [self.config.link_latency]
+        return min(lat), max(lat)
+
     def run(self, algorithm, elements=None) -> PlannedRun:
         """The planned run of ``algorithm`` (with ``elements``, or its only size).
 
@@ -274,7 +282,7 @@ def _check_routers_buildable(topology):
     for a, b, n in g.edges(data="count", default=1):
         if n == 1:
             continue
-        u, v = (g.nodes[x].get("label", x) for x in (a, b))    # the file's ids
+        u, v = topology.label(a), topology.label(b)
         if "node" in (g.nodes[a]["kind"], g.nodes[b]["kind"]):
             raise ConfigError(f"cannot build routers for {topology.spec}: the link {u} -> {v} "
                               f"of an endpoint is {n} parallel links; an NI port per parallel "
@@ -310,7 +318,9 @@ def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[
         staging slots multiply the buffer (up to N / 2 times on MultiTree's star trees).
     flow_control : {"message", "credit"}
     link_latency : int, optional
-        Register stages per link direction (default: the topology's link latency).
+        Cycles of every link direction; default: each link its own latency, the topology's
+        (``config.link_latency`` is then the largest, what the receive FIFOs and router
+        buffers are sized for, and ``config.per_link_latency`` is set where they differ).
     router : bool
         Put the NIs on routers even if every schedule only talks to neighbours.
     **config_overrides
@@ -337,8 +347,10 @@ def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[
         raise ConfigError("a hardware plan needs at least one algorithm and one element count")
     if dtype is not None:
         etype = element_type(dtype)
+    per_link = False
     if link_latency is None:
-        link_latency = max((topology.link_latency(link) for link in topology.links), default=0)
+        latencies = {topology.link_latency(link) for link in topology.links}
+        link_latency, per_link = max(latencies, default=0), len(latencies) > 1
     pairs = [(a, d) for a in algorithms for d in sizes]
     choice = choice_timing(etype.bytes if dtype is not None else 4)
     schedules = [build_schedule(a, topology, d, choice) for a, d in pairs]
@@ -364,7 +376,9 @@ def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[
         shape = NIConfig(**probe)
         lowered = [lower(s, **_lowering_args(shape)) for s in schedules]
         config = network_config_for(lowered, **probe, flow_control=flow_control,
-                                    link_latency=link_latency, **config_overrides)
+                                    link_latency=link_latency,
+                                    **({"per_link_latency": True} if per_link else {}),
+                                    **config_overrides)
     except ValueError as exc:       # NIConfig limits (ConfigError passes through unchanged)
         raise ConfigError(str(exc)) from None
     hw_topology = hardware_topology(topology, config)

@@ -152,6 +152,11 @@ class Topology:
     def link_latency(self, link):
         return self.graph.edges[link]["latency"]
 
+    def label(self, vertex):
+        """How the user names ``vertex``: a topology file's own id (``golden_model.topology_file``
+        numbers the endpoints 0..N-1 and keeps the file's ids as ``label``), else the id."""
+        return self.graph.nodes[vertex].get("label", vertex)
+
     def route(self, src, dst):
         """The directed links a message from endpoint ``src`` to ``dst`` crosses, in order: the
         family's routing (dimension order on ring, mesh and torus, the shorter way round where

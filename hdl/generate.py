@@ -80,16 +80,18 @@ def signal_ports(component):
     return [port for port in ports if isinstance(port, Signal)]
 
 
-def build_network(topology, config):
+def build_network(topology, config, link_latencies=None):
     """The network top for ``config``: NIs on routers (``RoutedNetwork``) when ``config.routed``,
-    else NIs joined by links (``Network``).
+    else NIs joined by links (``Network``); ``link_latencies`` gives every link its own latency
+    (``hdl.link.link_latencies``; default ``config.link_latency`` on every link).
 
     Raises
     ------
     ValueError
-        If the topology does not fit the configuration.
+        If the topology does not fit the configuration or a link latency is bad.
     """
-    return (RoutedNetwork if config.routed else Network)(topology, config)
+    cls = RoutedNetwork if config.routed else Network
+    return cls(topology, config, link_latencies=link_latencies)
 
 
 def buffer_arrays(config, num_nodes):

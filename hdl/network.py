@@ -15,7 +15,7 @@ from amaranth.lib.wiring import In, Out
 
 from .config import STEP_BITS, NIConfig
 from .host import HostCmd, HostRsp
-from .link import Link
+from .link import Link, link_latencies
 from .ni import NetworkInterface
 
 __all__ = ["Network", "port_map", "ni_instances", "ni_name"]
@@ -84,6 +84,12 @@ class Network(wiring.Component):
     topology : golden_model.topology.Topology
         Ring, mesh or torus; every node degree must be at most ``config.num_ports``.
     config : NIConfig
+    link_latencies : mapping, optional
+        ``(u, v) -> cycles`` of every directed link, each at most ``config.link_latency``
+        (``hdl.link.link_latencies``). Default: the topology's own latencies
+        (``Topology.link_latency``) with ``config.per_link_latency``, else
+        ``config.link_latency`` on every link. The link u -> v carries v's credits back to u in
+        the latency of v -> u.
 
     Members
     -------
@@ -114,14 +120,17 @@ class Network(wiring.Component):
     Raises
     ------
     ValueError
-        If the topology is not direct or a node has more neighbours than ``num_ports``.
+        If the topology is not direct, a node has more neighbours than ``num_ports`` or a link
+        latency is bad (``hdl.link.link_latencies``).
     """
 
-    def __init__(self, topology, config):
+    def __init__(self, topology, config, link_latencies=None):
         try:
             if not isinstance(config, NIConfig):
                 raise ValueError(f"config must be an NIConfig, not {config!r}")
-            self._build_fabric(topology, config)
+            if link_latencies is None and config.per_link_latency:
+                link_latencies = {link: topology.link_latency(link) for link in topology.links}
+            self._build_fabric(topology, config, link_latencies)
         except ValueError:
             self._MustUse__silence = True   # never built: no "created but never used" warning
             raise
@@ -143,9 +152,10 @@ class Network(wiring.Component):
             "node_step": Out(STEP_BITS).array(n),
         })
 
-    def _build_fabric(self, topology, config):
+    def _build_fabric(self, topology, config, latencies):
         """Check ``topology`` against ``config`` and create what carries the flits (here the
-        links, ``links[(u, p)]``: the link leaving port p of u); raise ``ValueError``."""
+        links, ``links[(u, p)]``: the link leaving port p of u, with ``latencies``, see
+        ``hdl.link.link_latencies``); raise ``ValueError``."""
         if config.routed:
             raise ValueError("config.routed is set: NIs on routers need hdl.routed_network."
                              "RoutedNetwork, not Network")
@@ -155,7 +165,10 @@ class Network(wiring.Component):
                 raise ValueError(f"node {u} of {topology.spec} has "
                                  f"{len(topology.neighbors(u))} neighbours, more than "
                                  f"num_ports {config.num_ports}")
-        self.links = {key: Link(config) for key in sorted(self._port_map)}
+        lat = link_latencies(topology, config.link_latency, latencies)
+        self.links = {}
+        for (u, p), (v, _) in sorted(self._port_map.items()):
+            self.links[(u, p)] = Link(config, lat[(u, v)], lat[(v, u)])
 
     def _connect_fabric(self, m, nis):
         """Wire every NI port to the fabric (unused ports tied off); return extra error bits."""

@@ -215,6 +215,11 @@ class HardwareBuild(SimBuild):
     @property
     def design_key(self) -> dict:
         key = {"topology": self.topology.spec, "config": dataclasses.asdict(self.config)}
+        if self.topology.family == "graph" or self.config.per_link_latency:
+            # a file's spec is its path, and per-class latencies are not in a family's spec
+            key["links"] = sorted((str(u), str(v), a.get("latency"), a.get("count", 1),
+                                   self.topology.graph.nodes[u].get("kind"))
+                                  for u, v, a in self.topology.graph.edges(data=True))
         if self.network_source is not None:
             key["network_source"] = self.network_source
         return key

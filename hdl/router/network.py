@@ -46,6 +46,7 @@ from amaranth.lib.wiring import In, Out
 from ..config import MAX_LINK_STAGES, NIConfig
 from ..credit import CreditCounter
 from ..delay_line import DelayLine
+from ..link import link_latencies as _link_latencies
 from ..fifo import make_fifo
 from ..ops import eq_const
 from .arbiter import RoundRobinArbiter
@@ -160,9 +161,11 @@ def path_cost(topology, src, dst, *, link_latency=1, concentration=1):
 
 
 class RouterLink(wiring.Component):
-    """A directed router link: ``latency`` cycles for flits, ``latency`` for the credit vector
-    coming back, in one ``hdl.delay_line.DelayLine`` (``hdl.link.Link`` with a credit per VC and
-    a VC in the flit; valid and credits read 0 until the delay line is defined).
+    """A directed router link: ``latency`` cycles for flits, ``credit_latency`` (default
+    ``latency``) for the credit vector coming back, in delay lines
+    (``hdl.delay_line.DelayLine``), one for both when the latencies are equal (``hdl.link.Link``
+    with a credit per VC and a VC in the flit; valid and credits read 0 until their delay line
+    is defined).
 
     Members
     -------
@@ -172,24 +175,36 @@ class RouterLink(wiring.Component):
         Connect to a router's ``inp[q]``.
     """
 
-    def __init__(self, params, latency):
+    def __init__(self, params, latency, credit_latency=None):
         if not isinstance(params, RouterParams):
             raise ValueError(f"params must be a RouterParams, not {params!r}")
+        credit_latency = latency if credit_latency is None else credit_latency
         _check_int("link_latency", latency, 0, MAX_LINK_STAGES)
-        self.params, self.latency = params, latency
+        _check_int("credit latency", credit_latency, 0, MAX_LINK_STAGES)
+        self.params, self.latency, self.credit_latency = params, latency, credit_latency
         ch = RouterChannel(params.flit_width, params.num_vcs)
         super().__init__({"sender": In(ch), "receiver": Out(ch)})
 
     def elaborate(self, platform):
         m = Module()
         credit = self.receiver.credit
-        word = Cat(self.sender.valid, credit, self.sender.flit)
-        m.submodules.delay = delay = DelayLine(len(word), self.latency)
-        m.d.comb += delay.i.eq(word)
         nc = len(credit)
-        m.d.comb += [self.receiver.valid.eq(delay.o[0] & delay.defined),
-                     self.sender.credit.eq(delay.o[1:1 + nc] & delay.defined.replicate(nc)),
-                     self.receiver.flit.eq(delay.o[1 + nc:])]
+        if self.latency == self.credit_latency:
+            word = Cat(self.sender.valid, credit, self.sender.flit)
+            m.submodules.delay = delay = DelayLine(len(word), self.latency)
+            m.d.comb += delay.i.eq(word)
+            valid, back, flit = delay.o[0], delay.o[1:1 + nc], delay.o[1 + nc:]
+            flit_defined = back_defined = delay.defined
+        else:
+            word = Cat(self.sender.valid, self.sender.flit)
+            m.submodules.delay = delay = DelayLine(len(word), self.latency)
+            m.submodules.credit_delay = cdl = DelayLine(nc, self.credit_latency)
+            m.d.comb += [delay.i.eq(word), cdl.i.eq(credit)]
+            valid, flit, back = delay.o[0], delay.o[1:], cdl.o
+            flit_defined, back_defined = delay.defined, cdl.defined
+        m.d.comb += [self.receiver.valid.eq(valid & flit_defined),
+                     self.sender.credit.eq(back & back_defined.replicate(nc)),
+                     self.receiver.flit.eq(flit)]
         return m
 
 
@@ -318,8 +333,12 @@ class RouterNetwork(wiring.Component):
         so does a network whose switch routes have cyclic channel dependencies (BiGraph; see
         ``hdl.router.routing``).
     link_latency : int
-        Register stages per link direction (flits and credits), 0..1024; on fat-tree/BiGraph
-        also on each endpoint's link to its switch and back.
+        Cycles per link direction (flits and credits), 0..1024; on fat-tree/BiGraph also on
+        each endpoint's link to its switch and back. With ``link_latencies``, the largest.
+    link_latencies : mapping, optional
+        ``(u, v) -> cycles`` of every directed link of the topology (``hdl.link.link_latencies``,
+        each at most ``link_latency``): the link u -> v carries the credits of v back in the
+        latency of v -> u. Default: ``link_latency`` on every link.
     concentration : int
         Terminals (local ports) per router, 1..8 on mesh/torus; on a switched network the most
         switch links of an endpoint (``hdl.router.routing.terminals_per_endpoint``; 1 on
@@ -355,9 +374,11 @@ class RouterNetwork(wiring.Component):
     """
 
     def __init__(self, topology, *, num_vcs=2, vc_buf_depth=8, flit_width=128, credit_delay=1,
-                 flow_control="wormhole", link_latency=1, concentration=1, datelines=True):
+                 flow_control="wormhole", link_latency=1, concentration=1, datelines=True,
+                 link_latencies=None):
         indirect = _check_network(topology, link_latency, concentration,
                                   "RouterNetwork") == "table"
+        self.latencies = _link_latencies(topology, link_latency, link_latencies)
         if topology.num_nodes * concentration > 1024:
             raise ValueError(f"at most 1024 terminals, not {topology.num_nodes * concentration}")
         self.topology = topology
@@ -428,9 +449,9 @@ class RouterNetwork(wiring.Component):
             wiring.connect(m, wiring.flipped(self.inject[t]), inj.inject)
             wiring.connect(m, ej.eject, wiring.flipped(self.eject[t]))
             if self.switches:
-                up = m.submodules[f"link{t}_{self.switches[r]}"] = RouterLink(prm, self.link_latency)
-                down = m.submodules[f"link{self.switches[r]}_{t}"] = RouterLink(
-                    prm, self.link_latency)
+                sw, node = self.switches[r], t // self.concentration
+                up = m.submodules[f"link{t}_{sw}"] = self._link(node, sw)
+                down = m.submodules[f"link{sw}_{t}"] = self._link(sw, node)
                 wiring.connect(m, inj.out, up.sender)
                 wiring.connect(m, up.receiver, routers[r].inp[port])
                 wiring.connect(m, routers[r].out[port], down.sender)
@@ -442,6 +463,10 @@ class RouterNetwork(wiring.Component):
         m.d.comb += self.error.eq(Cat(*errors).any())
         return m
 
+    def _link(self, u, v):
+        """The ``RouterLink`` of the graph link u -> v (its credits come back as fast as v -> u)."""
+        return RouterLink(self.params, self.latencies[(u, v)], self.latencies[(v, u)])
+
     def _wire_grid(self, m, routers):
         topo = self.topology
         for r in topo.nodes:
@@ -449,7 +474,7 @@ class RouterNetwork(wiring.Component):
                 nb = grid_neighbor(topo, r, port)
                 if nb is None:
                     continue     # mesh edge: input stays idle, output is never routed to
-                link = m.submodules[f"link{r}_{nb}"] = RouterLink(self.params, self.link_latency)
+                link = m.submodules[f"link{r}_{nb}"] = self._link(r, nb)
                 wiring.connect(m, routers[r].out[port], link.sender)
                 wiring.connect(m, link.receiver, routers[nb].inp[port ^ 1])
         c = self.concentration
@@ -466,7 +491,7 @@ class RouterNetwork(wiring.Component):
                 if v in index:
                     name = f"link{sw}_{v}" if g.edges[sw, v].get("count", 1) == 1 else \
                         f"link{sw}_{v}_{k}"
-                    link = m.submodules[name] = RouterLink(self.params, self.link_latency)
+                    link = m.submodules[name] = self._link(sw, v)
                     wiring.connect(m, routers[i].out[p], link.sender)
                     wiring.connect(m, link.receiver,
                                    routers[index[v]].inp[ports[v].index((sw, k))])

@@ -380,7 +380,7 @@ def _as_in_file(topology, value):
     if isinstance(value, (tuple, list)):
         return type(value)(_as_in_file(topology, x) for x in value)
     if value in topology.graph:
-        return topology.graph.nodes[value].get("label", value)
+        return topology.label(value)
     return value
 
 
