@@ -230,7 +230,7 @@ def board_top(board_name, plan, *, fault=None):
     board_hz, clock_hz = _board_clock_hz(platform), network_clock_hz(platform)
     pll = ecp5_pll(board_hz, clock_hz) if clock_hz != board_hz else None
     program = selftest_program(plan, uart_divisor=uart_divisor(clock_hz, UART_BAUD), fault=fault)
-    top = BoardTop(selftest_system(plan.topology, plan.config, program, fault),
+    top = BoardTop(selftest_system(plan.hardware_topology, plan.config, program, fault),
                    reset_button=board.reset_button, rerun_button=board.rerun_button,
                    leds=board.leds, pll=pll)
     return platform, top

@@ -12,6 +12,7 @@ import argparse
 import json
 import re
 import sys
+import warnings
 
 from golden_model.errors import ConfigError
 
@@ -64,7 +65,13 @@ def main(argv=None):
         # Said by the subcommand's parser, which names itself and its --help.
         parser.subcommands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        return args.func(args) or 0
+        with warnings.catch_warnings():
+            # A design refused halfway leaves Amaranth components never elaborated; their
+            # "created but never used" warning is about this toolkit's code, not the user's
+            # input, and would make a one-line error several.
+            from amaranth.hdl import UnusedElaboratable  # noqa: PLC0415
+            warnings.simplefilter("ignore", UnusedElaboratable)
+            return args.func(args) or 0
     except ConfigError as exc:
         # Said like argparse's own usage errors: the subcommand, and where its help is.
         command = f"{PROG} {args.command}"

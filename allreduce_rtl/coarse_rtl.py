@@ -98,14 +98,18 @@ def _scenarios(config, tensors, etype, schemes, args):
     if lines > MAX_LINES:
         raise ConfigError(f"the layers need {lines:,} lines of 64 bytes per worker, more than "
                           f"the {MAX_LINES:,} a run takes; choose fewer --layers")
-    try:
-        full = SystemScenario(config, tensors, etype, **common)
-        with warnings.catch_warnings():       # built to check its limits, not elaborated
-            warnings.simplefilter("ignore", UnusedElaboratable)
+    refused = None
+    with warnings.catch_warnings():           # built to check its limits, not elaborated
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        try:
+            full = SystemScenario(config, tensors, etype, **common)
             full.system()                     # the hardware's limits (W, slots, sizes)
+        except ValueError as exc:
+            refused = str(exc)
+        # with the exception gone, a half-built system is freed here, under the filter
         gc.collect()
-    except ValueError as exc:
-        raise ConfigError(f"the COARSE system {config.spec} cannot be built: {exc}") from None
+    if refused is not None:
+        raise ConfigError(f"the COARSE system {config.spec} cannot be built: {refused}")
     out = {}
     for scheme, _, direct in schemes:
         try:

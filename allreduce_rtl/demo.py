@@ -40,7 +40,7 @@ from tb.toolchain import ToolchainError
 
 from .errors import EnvironmentFailure
 from .output import Spinner, atomic_write_many, check_writable_file, counted, ensure_folder
-from .plan import links_text, plan_hardware
+from .plan import links_text, plan_hardware, rates_text
 
 __all__ = ["RESNET50_LAYERS", "FIXED_POINT_SCALE", "DemoPlan", "plan_demo", "gradients",
            "to_fixed_point", "demo_vectors", "run_demo", "SIM_SPEED"]
@@ -120,7 +120,8 @@ def plan_demo(topology, elements, sim, waves, hardware_options,
     Parameters
     ----------
     hardware_options : dict
-        Keyword arguments of ``plan_hardware`` (``dtype``, ``flow_control``, ``link_latency``).
+        Keyword arguments of ``plan_hardware`` (``dtype``, ``flow_control``, ``link_latency``,
+        ``link_bandwidth``).
     algorithms : sequence
         The algorithm under test (or an imported ``ScheduleFile``) and the baseline, ring.
 
@@ -224,7 +225,7 @@ _OUTPUT_FILES = {"verilog": "network.v", "report": "report.json", "tb_top": "tb_
 
 
 def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_latency=None,
-             flow_control="message", buffer_copies=1, seed=0, waves=False, out=None,
+             link_bandwidth=None, flow_control="message", buffer_copies=1, seed=0, waves=False, out=None,
              build_root=None, progress=True, schedule=None):
     """Plan, build, simulate, verify; returns ``(report dict, exit code)`` (0: every node of
     every algorithm matched the golden model).
@@ -256,7 +257,8 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_laten
     wall0 = time.perf_counter()
     algorithms = (schedule, "ring") if schedule is not None else ALGORITHMS
     plan = plan_demo(topology, elements, sim, waves,
-                     {"dtype": dtype, "link_latency": link_latency, "flow_control": flow_control,
+                     {"dtype": dtype, "link_latency": link_latency,
+                      "link_bandwidth": link_bandwidth, "flow_control": flow_control,
                       "buffer_copies": buffer_copies}, algorithms)
     hw, d = plan.hardware, plan.elements
     config, etype = hw.config, hw.element_type
@@ -271,7 +273,8 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_laten
     vectors, data_note = demo_vectors(grads, etype, topology.num_nodes)
 
     try:
-        build = HardwareBuild(topology, config, sim, waves=waves, valid_pct=100, ready_pct=100,
+        build = HardwareBuild(hw.hardware_topology, config, sim, waves=waves, valid_pct=100,
+                              ready_pct=100,
                               long_runs=True, backdoor=True, build_root=build_root)
         with Spinner(f"generate Verilog ({topology.spec}, {links_text(hw.link_latency_range)})",
                      progress) as sp_gen:
@@ -397,6 +400,7 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_laten
                  **quant},
         "config": dataclasses.asdict(config),
         "link_latency_cycles": list(hw.link_latency_range),
+        "link_rates": hw.link_rates,
         "timing_params": dataclasses.asdict(hw.timing),
         "lower_bound_cycles": hw.runs[0].lower_bound_cycles,
         "results": rows,
@@ -441,6 +445,8 @@ def format_report(report) -> str:
     ]
     if r["note"]:
         lines.append(f"note: {r['note']}")
+    if r.get("link_rates"):
+        lines.append(rates_text(r["link_rates"]))
     lines += ["", format_table(rows, COLUMNS), ""]
     how = ("NIs on routers (head flit, 4 cycles per router, links in schedule order at "
            "injection, first-come at the routers)"

@@ -63,7 +63,7 @@ def _plan(args, algorithms, elements, **kw):
     from .plan import plan_hardware  # noqa: PLC0415
     return plan_hardware(options.topology(args), algorithms, elements, dtype=args.dtype,
                          flow_control=args.flow_control,
-                         link_latency=options.uniform_link_latency(args),
+                         **options.uniform_links(args),
                          buffer_copies=args.buffer_copies, **kw)
 
 
@@ -124,7 +124,7 @@ def _generate(args):
         network = plan.network()
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    from .plan import links_text  # noqa: PLC0415
+    from .plan import links_text, rates_text  # noqa: PLC0415
     with Spinner(f"generate Verilog ({topo.spec}, {links_text(plan.link_latency_range)})",
                  enabled=not args.json):
         verilog = to_verilog(network)
@@ -144,9 +144,10 @@ def _generate(args):
         "verilog": {"file": "network.v", "top": top, "bytes": len(verilog.encode()),
                     "sha256": hashlib.sha256(verilog.encode()).hexdigest()},
         "router": network.router_parameters() if plan.routed else None,
-        "links": [{"from": topo.label(u), "to": topo.label(v),
-                   "latency": plan.hardware_topology.link_latency((u, v))}
-                  for u, v in plan.hardware_topology.links],
+        "links": [{"from": topo.label(u), "to": topo.label(v), "latency": a["latency"],
+                   "rate": a["rate"], "bandwidth": a["port_bandwidth"],
+                   "rate_error": a["rate_error"]}
+                  for u, v, a in plan.hardware_topology.graph.edges(data=True)],
         "schedule": summary,
         "buffer": {"flits": run.lowered.buffer_flits,
                    "elements_per_flit": run.lowered.elements_per_flit,
@@ -183,6 +184,8 @@ def _generate(args):
               f"{config.flow_control} flow control, {links_text(plan.link_latency_range)}"
               f"{', NIs on routers' if plan.routed else ''}; the timing model expects "
               f"{expected:,} cycles (lower bound {lb:,.0f})")
+        if plan.link_rates:
+            print(rates_text(plan.link_rates))
     return 0
 
 
@@ -193,7 +196,7 @@ def cmd_demo(args):
     from .cli import print_json
     report, code = run_demo(topology=options.topology(args), elements=args.elements,
                             sim=args.simulator, dtype=args.dtype,
-                            link_latency=options.uniform_link_latency(args),
+                            **options.uniform_links(args),
                             flow_control=args.flow_control,
                             buffer_copies=args.buffer_copies,
                             seed=args.seed, waves=args.waves, out=args.out,

@@ -174,6 +174,13 @@ def hardware_options(p, topology_default="torus:4x4", dtype=True):
     g.add_argument("--flow-control", choices=("message", "credit"), default="message",
                    help="per-link flow control: the paper's message-based grants or per-flit "
                    "credits (default %(default)s)")
+    g.add_argument("--link-bandwidth", type=per_class(number_in(float, MIN_LINK_BANDWIDTH,
+                                                               MAX_LINK_BANDWIDTH)),
+                   default=None, metavar="GBPS",
+                   help="GB/s of every link, or per link class as --link-latency (default: each "
+                   "link its own, a topology file's per link); the fastest port carries a flit "
+                   "per cycle, a slower one is rate-limited to its share rounded to 1/16 (the "
+                   "rounding is reported)")
     g.add_argument("--link-latency", type=per_class(number_in(int, 0, MAX_LINK_STAGES)),
                    default=None, metavar="CYCLES",
                    help=f"cycles of every link direction, 0..{MAX_LINK_STAGES}, or per link "
@@ -260,13 +267,17 @@ def build_dir_option(p):
 def topology(args):
     """The ``Topology`` of ``--topology`` with the command's link options (those it has)."""
     latency = getattr(args, "link_latency", None)
-    return parse_topology(args.topology,
-                          link_bandwidth=getattr(args, "link_bandwidth", DEFAULT_LINK_BANDWIDTH),
-                          link_latency=DEFAULT_LINK_LATENCY if latency is None else latency)
+    bandwidth = getattr(args, "link_bandwidth", None)
+    return parse_topology(
+        args.topology,
+        link_bandwidth=DEFAULT_LINK_BANDWIDTH if bandwidth is None else bandwidth,
+        link_latency=DEFAULT_LINK_LATENCY if latency is None else latency)
 
 
-def uniform_link_latency(args):
-    """A hardware command's ``--link-latency`` when it is one number (every link alike), else
-    None: each link keeps the latency ``topology(args)`` gives it (``plan_hardware``)."""
-    latency = args.link_latency
-    return latency if isinstance(latency, int) else None
+def uniform_links(args):
+    """``plan_hardware``'s ``link_latency`` and ``link_bandwidth`` from a hardware command's
+    ``--link-latency`` and ``--link-bandwidth``: each when it is one number (every link alike),
+    else None (each link keeps what ``topology(args)`` gives it)."""
+    return {"link_latency": None if isinstance(args.link_latency, dict) else args.link_latency,
+            "link_bandwidth": (None if isinstance(args.link_bandwidth, dict)
+                               else args.link_bandwidth)}

@@ -34,7 +34,8 @@ from golden_model.lowering import lower, needs_router
 from golden_model.timing import TimingParams, lower_bound, simulate
 
 __all__ = ["FLIT_BITS", "PlannedRun", "HardwarePlan", "plan_hardware", "hardware_topology",
-           "hardware_timing", "choice_timing", "routed_timing", "links_text", "model_cycles", "NI_SEND_DELAY",
+           "hardware_timing", "choice_timing", "routed_timing", "links_text", "rates_text", "link_rate",
+           "with_uniform_links", "model_cycles", "NI_SEND_DELAY",
            "NI_RETIRE_DELAY", "ROUTED_PORT_DELAY", "DEFAULT_DTYPE", "ROUTED_DEFAULT_DTYPE"]
 
 #: The element type the hardware adds unless told otherwise, and on routers (whose NIs take
@@ -64,18 +65,53 @@ NI_MESSAGE_GAP = 12
 ROUTED_PORT_DELAY = 1
 
 
-def hardware_topology(topology, config):
-    """``topology`` with every link as the hardware builds it: one flit per cycle per port
-    (``flit_width / 8`` GB/s at 1 GHz; parallel links as that many ports, ``count`` times
-    that), and ``config.link_latency`` cycles, or with ``config.per_link_latency`` each link's
-    own latency (``hdl.network.Network``). The bandwidths of the topology are not built (every
-    port carries a flit per cycle)."""
+def link_rate(port_bandwidth, fastest):
+    """The rate step (``hdl.rate``: flits per ``RATE_STEPS`` cycles) of a port of
+    ``port_bandwidth`` GB/s when the fastest port of the network, ``fastest`` GB/s, carries a
+    flit per cycle: ``round(RATE_STEPS * port_bandwidth / fastest)``, at least 1."""
+    from hdl.rate import RATE_STEPS  # noqa: PLC0415
+    return max(1, min(RATE_STEPS, round(RATE_STEPS * port_bandwidth / fastest)))
+
+
+def _port_bandwidth(attrs):
+    return attrs.get("port_bandwidth", attrs["bandwidth"] / attrs.get("count", 1))
+
+
+def hardware_topology(topology, config, per_link=False):
+    """``topology`` with every link as the hardware builds it (``hdl.link.built_links`` reads
+    ``latency`` and ``rate``; the timing model reads ``latency`` and ``bandwidth``).
+
+    The fastest port carries one flit per cycle (``flit_width / 8`` GB/s at 1 GHz; parallel
+    links as that many ports, ``count`` times that). With ``per_link`` (``plan_hardware``) each
+    link keeps its latency (at most ``config.link_latency``) and a slower port gets the rate
+    ``link_rate`` (``hdl.rate``): its bandwidth is the fastest port's times ``rate /
+    RATE_STEPS``, and ``rate_error`` says how far that is from the topology's ratio (built over
+    asked, minus 1). Without, every link has ``config.link_latency`` cycles and full rate."""
+    from hdl.rate import RATE_STEPS  # noqa: PLC0415
     graph = topology.graph.copy()
     port = float(config.flit_width // 8)
+    fastest = max((_port_bandwidth(a) for _, _, a in graph.edges(data=True)), default=port)
     for _, _, attrs in graph.edges(data=True):
-        attrs.update(bandwidth=port * attrs.get("count", 1), port_bandwidth=port)
-        if not config.per_link_latency:
+        asked = _port_bandwidth(attrs) / fastest
+        rate = link_rate(_port_bandwidth(attrs), fastest) if per_link else RATE_STEPS
+        built = port * rate / RATE_STEPS
+        attrs.update(bandwidth=built * attrs.get("count", 1), port_bandwidth=built, rate=rate,
+                     rate_error=rate / RATE_STEPS / asked - 1 if per_link else 0.0)
+        if not per_link:
             attrs["latency"] = int(config.link_latency)
+    return dataclasses.replace(topology, graph=graph, _routes={})
+
+
+def with_uniform_links(topology, latency=None, bandwidth=None):
+    """A copy of ``topology`` with every link's ``latency`` (cycles) and/or ``bandwidth`` (GB/s
+    per port; ``count`` times that per link) replaced where given."""
+    graph = topology.graph.copy()
+    for _, _, attrs in graph.edges(data=True):
+        if latency is not None:
+            attrs["latency"] = int(latency)
+        if bandwidth is not None:
+            attrs.update(bandwidth=float(bandwidth) * attrs.get("count", 1),
+                         port_bandwidth=float(bandwidth))
     return dataclasses.replace(topology, graph=graph, _routes={})
 
 
@@ -83,6 +119,15 @@ def links_text(latency_range) -> str:
     """``"150-cycle links"``, or ``"links of 100 to 150 cycles"`` (``link_latency_range``)."""
     lo, hi = latency_range
     return f"{hi}-cycle links" if lo == hi else f"links of {lo} to {hi} cycles"
+
+
+def rates_text(rates) -> str:
+    """One line on the rate-limited links (``HardwarePlan.link_rates``)."""
+    worst = max(rates, key=lambda r: abs(r["error"]))
+    steps = sorted({r["rate"] for r in rates})
+    return (f"rate-limited links: {len(rates)} at {', '.join(f'{p}/16' for p in steps)} of a "
+            f"flit per cycle (the bandwidths rounded to 1/16: largest error "
+            f"{worst['error']:+.1%}, {worst['from']}->{worst['to']})")
 
 
 def routed_timing(topology) -> dict:
@@ -211,6 +256,18 @@ class HardwarePlan:
         lat = [hw.link_latency(link) for link in hw.links] or [self.config.link_latency]
         return min(lat), max(lat)
 
+    @property
+    def link_rates(self) -> list[dict]:
+        """Every link slower than the fastest as built: ``{"from", "to"`` (the topology's own
+        ids), ``"rate"`` (flits per ``hdl.rate.RATE_STEPS`` cycles), ``"bandwidth"`` (GB/s per
+        port at 1 GHz), ``"error"`` (built over asked, minus 1)``}``; empty when every link runs
+        at a flit per cycle."""
+        from hdl.rate import RATE_STEPS  # noqa: PLC0415
+        hw = self.hardware_topology
+        return [{"from": hw.label(u), "to": hw.label(v), "rate": a["rate"],
+                 "bandwidth": a["port_bandwidth"], "error": a["rate_error"]}
+                for u, v, a in hw.graph.edges(data=True) if a["rate"] < RATE_STEPS]
+
     def run(self, algorithm, elements=None) -> PlannedRun:
         """The planned run of ``algorithm`` (with ``elements``, or its only size).
 
@@ -246,7 +303,7 @@ class HardwarePlan:
     def network(self):
         """The network top of this plan (``hdl.generate.build_network``)."""
         from hdl.generate import build_network  # noqa: PLC0415
-        return build_network(self.topology, self.config)
+        return build_network(self.hardware_topology, self.config)
 
 
 def _lowering_args(config):
@@ -300,8 +357,8 @@ def _check_routers_buildable(topology):
 
 
 def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[int] | int, *,
-                  dtype=None, flow_control="message", link_latency=None, router=False,
-                  **config_overrides) -> HardwarePlan:
+                  dtype=None, flow_control="message", link_latency=None, link_bandwidth=None,
+                  router=False, **config_overrides) -> HardwarePlan:
     """Plan the hardware that runs every algorithm of ``algorithms`` with every size of
     ``elements`` on ``topology``.
 
@@ -320,7 +377,11 @@ def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[
     link_latency : int, optional
         Cycles of every link direction; default: each link its own latency, the topology's
         (``config.link_latency`` is then the largest, what the receive FIFOs and router
-        buffers are sized for, and ``config.per_link_latency`` is set where they differ).
+        buffers are sized for).
+    link_bandwidth : float, optional
+        GB/s of every port (every link at full rate); default: each link its own bandwidth,
+        the fastest port at a flit per cycle and the others rate-limited
+        (``hardware_topology``, ``HardwarePlan.link_rates``).
     router : bool
         Put the NIs on routers even if every schedule only talks to neighbours.
     **config_overrides
@@ -347,10 +408,9 @@ def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[
         raise ConfigError("a hardware plan needs at least one algorithm and one element count")
     if dtype is not None:
         etype = element_type(dtype)
-    per_link = False
+    built = with_uniform_links(topology, link_latency, link_bandwidth)
     if link_latency is None:
-        latencies = {topology.link_latency(link) for link in topology.links}
-        link_latency, per_link = max(latencies, default=0), len(latencies) > 1
+        link_latency = max((built.link_latency(link) for link in built.links), default=0)
     pairs = [(a, d) for a in algorithms for d in sizes]
     choice = choice_timing(etype.bytes if dtype is not None else 4)
     schedules = [build_schedule(a, topology, d, choice) for a, d in pairs]
@@ -376,12 +436,10 @@ def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[
         shape = NIConfig(**probe)
         lowered = [lower(s, **_lowering_args(shape)) for s in schedules]
         config = network_config_for(lowered, **probe, flow_control=flow_control,
-                                    link_latency=link_latency,
-                                    **({"per_link_latency": True} if per_link else {}),
-                                    **config_overrides)
+                                    link_latency=link_latency, **config_overrides)
     except ValueError as exc:       # NIConfig limits (ConfigError passes through unchanged)
         raise ConfigError(str(exc)) from None
-    hw_topology = hardware_topology(topology, config)
+    hw_topology = hardware_topology(built, config, per_link=True)
     timing = hardware_timing(config, hw_topology)
     runs = tuple(_plan_run(topology, a, d, config, hw_topology, timing, schedule=s, lowered=lw)
                  for (a, d), s, lw in zip(pairs, schedules, lowered))

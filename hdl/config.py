@@ -112,14 +112,9 @@ class NIConfig:
         Flits granted by one credit in message mode (the paper's 256 B = 16 flits).
     link_latency : int
         Cycles per link direction, forward and credit return (0..MAX_LINK_STAGES): a memory
-        delay line (``hdl.delay_line``) above 2 cycles, registers up to 2. With
-        ``per_link_latency``, the largest latency of a link (what the receive FIFOs and the
-        router buffers are sized for).
-    per_link_latency : bool
-        Every link takes its own latency from the topology the network is built on
-        (``Topology.link_latency``, each at most ``link_latency``; the link u -> v returns
-        credits in the latency of v -> u): ``hdl.network.Network``. False: every link
-        ``link_latency``.
+        delay line (``hdl.delay_line``) above 2 cycles, registers up to 2. On a hardware
+        topology whose links differ (``hdl.link.built_links``), the largest (what the receive
+        FIFOs and the router buffers are sized for).
     routed : bool
         The NI's ports sit on router local ports (``hdl.routed_network``): heads start with the
         router's 32-bit header (destination and source terminal from the row), and receive
@@ -175,7 +170,6 @@ class NIConfig:
     flow_control: str = "message"
     submessage_flits: int = 16
     link_latency: int = 4
-    per_link_latency: bool = False
     routed: bool = False
     buffer_copies: int = 1
     router_vcs: int = 2
@@ -200,9 +194,6 @@ class NIConfig:
                              f"not {self.flow_control!r}")
         check_int("submessage_flits", self.submessage_flits, 1)
         check_int("link_latency", self.link_latency, 0, MAX_LINK_STAGES)
-        if not isinstance(self.per_link_latency, bool):
-            raise ValueError(f"per_link_latency must be True or False, not "
-                             f"{self.per_link_latency!r}")
         if not isinstance(self.routed, bool):
             raise ValueError(f"routed must be True or False, not {self.routed!r}")
         if isinstance(self.buffer_copies, bool) or self.buffer_copies not in BUFFER_COPIES:

@@ -80,18 +80,18 @@ def signal_ports(component):
     return [port for port in ports if isinstance(port, Signal)]
 
 
-def build_network(topology, config, link_latencies=None):
+def build_network(topology, config):
     """The network top for ``config``: NIs on routers (``RoutedNetwork``) when ``config.routed``,
-    else NIs joined by links (``Network``); ``link_latencies`` gives every link its own latency
-    (``hdl.link.link_latencies``; default ``config.link_latency`` on every link).
+    else NIs joined by links (``Network``); a hardware topology
+    (``allreduce_rtl.plan.hardware_topology``) gives each link its latency and rate
+    (``hdl.link.built_links``).
 
     Raises
     ------
     ValueError
-        If the topology does not fit the configuration or a link latency is bad.
+        If the topology does not fit the configuration or a link is bad.
     """
-    cls = RoutedNetwork if config.routed else Network
-    return cls(topology, config, link_latencies=link_latencies)
+    return (RoutedNetwork if config.routed else Network)(topology, config)
 
 
 def buffer_arrays(config, num_nodes):

@@ -8,9 +8,10 @@ from amaranth.lib.wiring import In, Out
 
 from .config import NIConfig, check_int
 from .delay_line import DelayLine
+from .rate import RATE_STEPS, RateLimiter
 from .flit import FlitStream
 
-__all__ = ["Link", "link_latencies"]
+__all__ = ["Link", "built_links"]
 
 
 class Link(wiring.Component):
@@ -32,6 +33,10 @@ class Link(wiring.Component):
     credit_latency : int, optional
         Cycles of the credits back, the latency of the link the other way (same range; default
         ``latency``).
+    rate : int, optional
+        Flits per ``RATE_STEPS`` cycles (``hdl.rate``; default ``RATE_STEPS``, a flit every
+        cycle): below it ``open`` follows a ``RateLimiter`` in windows of the NI buffer's
+        ``config.buffer_banks`` cycles, so that an NI send engine keeps its bank slots.
 
     Raises
     ------
@@ -46,9 +51,11 @@ class Link(wiring.Component):
         Credit pulse from the receiving NI.
     credit_out : ``Out(1)``
         Credit pulse to the sending NI.
+    open : ``Out(1)``
+        The sender may issue a flit this cycle (the rate limit; always 1 at full rate).
     """
 
-    def __init__(self, config, latency=None, credit_latency=None):
+    def __init__(self, config, latency=None, credit_latency=None, rate=RATE_STEPS):
         if not isinstance(config, NIConfig):
             raise ValueError(f"config must be an NIConfig, not {config!r}")
         latency = config.link_latency if latency is None else latency
@@ -56,17 +63,19 @@ class Link(wiring.Component):
         try:
             for name, value in (("latency", latency), ("credit_latency", credit_latency)):
                 check_int(f"link {name}", value, 0, config.link_latency)
+            check_int("link rate", rate, 1, RATE_STEPS)
         except ValueError:
             self._MustUse__silence = True   # never built: no "created but never used" warning
             raise
         self._config = config
-        self.latency, self.credit_latency = latency, credit_latency
+        self.latency, self.credit_latency, self.rate = latency, credit_latency, rate
         flit = FlitStream(config.flit_width)
         super().__init__({
             "flit_in": In(flit),
             "flit_out": Out(flit),
             "credit_in": In(1),
             "credit_out": Out(1),
+            "open": Out(1),
         })
 
     def elaborate(self, platform):
@@ -88,38 +97,43 @@ class Link(wiring.Component):
             self.flit_out.payload.eq(out[1:]),
             self.credit_out.eq(credit & credit_defined),
         ]
+        if self.rate < RATE_STEPS:
+            m.submodules.rate = limiter = RateLimiter(self.rate, self._config.buffer_banks)
+            m.d.comb += self.open.eq(limiter.open)
+        else:
+            m.d.comb += self.open.eq(1)
         return m
 
 
-def link_latencies(topology, most, latencies=None):
-    """Every directed link's latency: ``{(u, v): cycles}`` over ``topology.links`` (switch
-    links included).
+def built_links(topology, most):
+    """How the network builds every directed link: ``{(u, v): (latency, rate)}`` over
+    ``topology.links`` (switch links included).
+
+    A hardware topology (``allreduce_rtl.plan.hardware_topology``) gives every link its
+    ``latency`` (cycles) and ``rate`` (flits per ``RATE_STEPS`` cycles, ``hdl.rate``); any other
+    topology is built with ``most`` cycles at full rate on every link (the topology's own
+    latencies and bandwidths are then not read).
 
     Parameters
     ----------
     topology : golden_model.topology.Topology
     most : int
-        The largest latency allowed (``NIConfig.link_latency``: what the receive FIFOs and
-        router buffers are sized for); every link's latency when ``latencies`` is None.
-    latencies : mapping, optional
-        ``(u, v) -> cycles`` of every link (``allreduce_rtl.plan.HardwarePlan.link_latencies``).
+        ``NIConfig.link_latency``: the largest latency allowed (the receive FIFOs and router
+        buffers are sized for it).
 
     Raises
     ------
     ValueError
-        If a link of the topology has no latency, a key is not a link of it, or a latency is not
-        an integer in ``0..most`` (the message names the link).
+        If a hardware topology's link has a latency not in ``0..most`` or a rate not in
+        ``1..RATE_STEPS`` (the message names the link).
     """
-    links = list(topology.links)
-    if latencies is None:
-        return {link: most for link in links}
-    latencies = dict(latencies)
-    missing = [link for link in links if link not in latencies]
-    extra = [key for key in latencies if key not in set(links)]
-    if missing or extra:
-        bad = missing[0] if missing else extra[0]
-        raise ValueError(f"link latencies of {topology.spec}: {bad} "
-                         f"{'has no latency' if missing else 'is not a link of it'}")
-    for (u, v), value in latencies.items():
-        check_int(f"latency of link {u}->{v}", value, 0, most)
-    return {link: latencies[link] for link in links}
+    g = topology.graph
+    if not all("rate" in attrs for _, _, attrs in g.edges(data=True)):
+        return {link: (most, RATE_STEPS) for link in topology.links}
+    out = {}
+    for u, v, attrs in g.edges(data=True):
+        where = f"link {topology.label(u)}->{topology.label(v)}"
+        check_int(f"latency of {where}", attrs["latency"], 0, most)
+        check_int(f"rate of {where}", attrs["rate"], 1, RATE_STEPS)
+        out[(u, v)] = (attrs["latency"], attrs["rate"])
+    return out

@@ -15,7 +15,7 @@ from amaranth.lib.wiring import In, Out
 
 from .config import STEP_BITS, NIConfig
 from .host import HostCmd, HostRsp
-from .link import Link, link_latencies
+from .link import Link, built_links
 from .ni import NetworkInterface
 
 __all__ = ["Network", "port_map", "ni_instances", "ni_name"]
@@ -84,12 +84,10 @@ class Network(wiring.Component):
     topology : golden_model.topology.Topology
         Ring, mesh or torus; every node degree must be at most ``config.num_ports``.
     config : NIConfig
-    link_latencies : mapping, optional
-        ``(u, v) -> cycles`` of every directed link, each at most ``config.link_latency``
-        (``hdl.link.link_latencies``). Default: the topology's own latencies
-        (``Topology.link_latency``) with ``config.per_link_latency``, else
-        ``config.link_latency`` on every link. The link u -> v carries v's credits back to u in
-        the latency of v -> u.
+        A hardware topology (``allreduce_rtl.plan.hardware_topology``) gives each link its
+        latency and rate (``hdl.link.built_links``): the link u -> v carries v's credits back
+        to u in the latency of v -> u, and its rate limit opens and closes u's send engine
+        (``tx_open``). Any other topology: ``config.link_latency`` on every link, full rate.
 
     Members
     -------
@@ -121,16 +119,14 @@ class Network(wiring.Component):
     ------
     ValueError
         If the topology is not direct, a node has more neighbours than ``num_ports`` or a link
-        latency is bad (``hdl.link.link_latencies``).
+        is bad (``hdl.link.built_links``).
     """
 
-    def __init__(self, topology, config, link_latencies=None):
+    def __init__(self, topology, config):
         try:
             if not isinstance(config, NIConfig):
                 raise ValueError(f"config must be an NIConfig, not {config!r}")
-            if link_latencies is None and config.per_link_latency:
-                link_latencies = {link: topology.link_latency(link) for link in topology.links}
-            self._build_fabric(topology, config, link_latencies)
+            self._build_fabric(topology, config)
         except ValueError:
             self._MustUse__silence = True   # never built: no "created but never used" warning
             raise
@@ -152,10 +148,10 @@ class Network(wiring.Component):
             "node_step": Out(STEP_BITS).array(n),
         })
 
-    def _build_fabric(self, topology, config, latencies):
+    def _build_fabric(self, topology, config):
         """Check ``topology`` against ``config`` and create what carries the flits (here the
-        links, ``links[(u, p)]``: the link leaving port p of u, with ``latencies``, see
-        ``hdl.link.link_latencies``); raise ``ValueError``."""
+        links, ``links[(u, p)]``: the link leaving port p of u, as ``hdl.link.built_links``
+        says); raise ``ValueError``."""
         if config.routed:
             raise ValueError("config.routed is set: NIs on routers need hdl.routed_network."
                              "RoutedNetwork, not Network")
@@ -165,10 +161,11 @@ class Network(wiring.Component):
                 raise ValueError(f"node {u} of {topology.spec} has "
                                  f"{len(topology.neighbors(u))} neighbours, more than "
                                  f"num_ports {config.num_ports}")
-        lat = link_latencies(topology, config.link_latency, latencies)
+        built = built_links(topology, config.link_latency)
         self.links = {}
         for (u, p), (v, _) in sorted(self._port_map.items()):
-            self.links[(u, p)] = Link(config, lat[(u, v)], lat[(v, u)])
+            (latency, rate), (back, _) = built[(u, v)], built[(v, u)]
+            self.links[(u, p)] = Link(config, latency, back, rate)
 
     def _connect_fabric(self, m, nis):
         """Wire every NI port to the fabric (unused ports tied off); return extra error bits."""
@@ -179,7 +176,8 @@ class Network(wiring.Component):
             wiring.connect(m, nis[u].tx[p], link.flit_in)
             wiring.connect(m, link.flit_out, nis[v].rx[q])
             m.d.comb += [link.credit_in.eq(nis[v].rx_credit[q]),
-                         nis[u].tx_credit[p].eq(link.credit_out)]
+                         nis[u].tx_credit[p].eq(link.credit_out),
+                         nis[u].tx_open[p].eq(link.open)]
             used_rx.add((v, q))
         for u in self._topology.nodes:   # tie off unused ports
             for p in range(self._config.num_ports):

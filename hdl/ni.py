@@ -57,6 +57,9 @@ class NetworkInterface(wiring.Component):
         Flits to the outgoing link of each port.
     tx_credit : ``In(1).array(num_ports)``
         Credit pulses from the outgoing link of each port.
+    tx_open : ``In(1).array(num_ports)``
+        The outgoing link's rate limit (``hdl.link.Link.open``): the port's send engine issues
+        no flit while it is low (default 1).
     rx : ``In(FlitStream(flit_width)).array(num_ports)``
         Flits from the incoming link of each port.
     rx_credit : ``Out(1).array(num_ports)``
@@ -84,6 +87,7 @@ class NetworkInterface(wiring.Component):
         super().__init__({
             "tx": Out(flit).array(p),
             "tx_credit": In(1).array(p),
+            "tx_open": In(1, init=1).array(p),
             "rx": In(flit).array(p),
             "rx_credit": Out(1).array(p),
             "host_cmd": In(stream.Signature(HostCmd(fw))),
@@ -136,7 +140,7 @@ class NetworkInterface(wiring.Component):
             receivers.append(r)
             wiring.connect(m, wiring.flipped(self.tx[i]), s.flit_out)
             wiring.connect(m, wiring.flipped(self.rx[i]), r.flit_in)
-            m.d.comb += [s.credit_in.eq(self.tx_credit[i]), self.rx_credit[i].eq(r.credit_out),
+            m.d.comb += [s.credit_in.eq(self.tx_credit[i]), s.open.eq(self.tx_open[i]), self.rx_credit[i].eq(r.credit_out),
                          s.slot.eq(buf.read_slot[i]), r.slot.eq(buf.read_slot[lane_rd + i])]
             if i:
                 wiring.connect(m, s.buf, buf.read[i])

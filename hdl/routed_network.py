@@ -145,9 +145,6 @@ class RoutedNetwork(Network):
     vc_buf_depth : int, optional
         Default ``config.router_vc_buf_depth``, else
         ``router_vc_buf_depth(config.link_latency, credit_delay)`` (full rate).
-    link_latencies : mapping, optional
-        ``(u, v) -> cycles`` of every link of the topology, switch links included, each at most
-        ``config.link_latency`` (``hdl.link.link_latencies``; default ``config.link_latency``).
 
     Members
     -------
@@ -172,14 +169,14 @@ class RoutedNetwork(Network):
     """
 
     def __init__(self, topology, config, *, num_vcs=None, vc_buf_depth=None, credit_delay=1,
-                 flow_control="wormhole", link_latencies=None):
+                 flow_control="wormhole"):
         self._router_args = dict(num_vcs=config.router_vcs if num_vcs is None else num_vcs,
                                  vc_buf_depth=(config.router_vc_buf_depth if vc_buf_depth is None
                                                else vc_buf_depth),
                                  credit_delay=credit_delay, flow_control=flow_control)
-        super().__init__(topology, config, link_latencies)
+        super().__init__(topology, config)
 
-    def _build_fabric(self, topology, config, latencies):
+    def _build_fabric(self, topology, config):
         if not config.routed:
             raise ValueError("RoutedNetwork needs NIs built for routers: NIConfig(routed=True)")
         args = dict(self._router_args)
@@ -190,7 +187,6 @@ class RoutedNetwork(Network):
                                else terminals_per_endpoint(topology))
         self.fabric = RouterNetwork(topology, flit_width=config.flit_width,
                                     link_latency=config.link_latency,
-                                    link_latencies=latencies,
                                     concentration=self.terminal_ports, **args)
         self.ports = {(u, p): RouterPort(config)
                       for u in topology.nodes for p in range(self.terminal_ports)}

@@ -68,6 +68,10 @@ class SendEngine(wiring.Component):
         To the link.
     credit_in : ``In(1)``
         Credit pulses from the link.
+    open : ``In(1)``
+        The link's rate limit (``hdl.rate``, default 1): no flit issues while it is low. It
+        closes for whole multiples of the bank count K (``hdl.link.Link``), so a message that
+        waits keeps its bank slots.
     done : ``Out(1)``
         Not running: the table is exhausted and the last flit has left (high after reset).
     step : ``Out(16)``
@@ -91,6 +95,7 @@ class SendEngine(wiring.Component):
             "dep_count": In(COUNT_BITS),
             "flit_out": Out(FlitStream(config.flit_width)),
             "credit_in": In(1),
+            "open": In(1, init=1),
             "done": Out(1),
             "step": Out(16),
             "error": Out(1),
@@ -150,8 +155,8 @@ class SendEngine(wiring.Component):
         m.d.comb += [
             self.dep_chunk.eq(src_chunk),
             credits.head.eq(~in_msg),
-            head_go.eq(~in_msg & row_valid & deps_ok & aligned & credits.ready),
-            body_go.eq(in_msg & slot_ok & credits.ready),
+            head_go.eq(~in_msg & row_valid & deps_ok & aligned & credits.ready & self.open),
+            body_go.eq(in_msg & slot_ok & credits.ready & self.open),
             credits.send.eq(head_go | body_go),
             self.error.eq(row_valid & (ge_const(src_chunk, cfg.max_chunks)
                                        | ge_const(dst_chunk, cfg.max_chunks))),

@@ -52,7 +52,7 @@ def measure(design, opt, elements, root):
     plan, kw = DESIGNS[design](elements)
     cxx = "" if opt == "default" else opt
     t0 = time.perf_counter()
-    build = HardwareBuild(plan.topology, plan.config, "verilator", cxx_opt=cxx,
+    build = HardwareBuild(plan.hardware_topology, plan.config, "verilator", cxx_opt=cxx,
                           build_root=root, **kw)
     build.network_file()
     t_verilog = time.perf_counter() - t0

@@ -50,7 +50,7 @@ def main(argv=None):
         plan = plan_hardware(topo, algorithms, sizes, dtype=dtype, router=True,
                              link_latency=args.link_latency, rx_buffer_depth=8,
                              submessage_flits=4)
-        build = HardwareBuild(plan.topology, plan.config, args.simulator,
+        build = HardwareBuild(plan.hardware_topology, plan.config, args.simulator,
                               valid_pct=70, ready_pct=60).build()
         specs = [RunSpec(r.name, r.lowered, random_vectors(n, r.elements, dtype, seed=k),
                          r.expected_cycles) for k, r in enumerate(plan.runs)]

@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from hdl.link import built_links
+
 from . import harness
 from .build import SIMULATORS, BuildError, SimBuild, tail
 from .status import error_message, node_status, phase_stall_message, stall_message
@@ -215,11 +217,13 @@ class HardwareBuild(SimBuild):
     @property
     def design_key(self) -> dict:
         key = {"topology": self.topology.spec, "config": dataclasses.asdict(self.config)}
-        if self.topology.family == "graph" or self.config.per_link_latency:
-            # a file's spec is its path, and per-class latencies are not in a family's spec
-            key["links"] = sorted((str(u), str(v), a.get("latency"), a.get("count", 1),
-                                   self.topology.graph.nodes[u].get("kind"))
-                                  for u, v, a in self.topology.graph.edges(data=True))
+        links = built_links(self.topology, self.config.link_latency)
+        if self.topology.family == "graph" or len(set(links.values())) > 1:
+            # a file's spec is its path; a hardware topology's latencies and rates are not in
+            # the spec (hdl.link.built_links)
+            g = self.topology.graph
+            key["links"] = sorted((str(u), str(v), g.nodes[u].get("kind"), g.edges[u, v].get(
+                "count", 1), *links[(u, v)]) for u, v in g.edges)
         if self.network_source is not None:
             key["network_source"] = self.network_source
         return key

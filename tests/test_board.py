@@ -204,7 +204,7 @@ def test_selftest_passes_in_simulation_with_the_nis_cycles(sim, dtype, tmp_path)
     plan = plan_board(parse_topology("ring:4"), ["multitree", "ring"], 256, dtype=dtype)
     vec = gst.selftest_vectors(4, plan.config.elems_per_flit, 256 // plan.config.elems_per_flit,
                                dtype)
-    build = HardwareBuild(plan.topology, plan.config, "verilator")
+    build = HardwareBuild(plan.hardware_topology, plan.config, "verilator")
     results = build.run([RunSpec(r.name, r.lowered, vec, r.expected_cycles) for r in plan.runs])
     for line, res, planned in zip(s["runs"], results, plan.runs):
         assert res.ok and line["cycles"] == res.cycles

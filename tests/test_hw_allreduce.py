@@ -71,7 +71,7 @@ def _build(sim, plan, **kwargs):
     """The (cached) build of ``plan`` in ``sim``."""
     key = (sim, id(plan), tuple(sorted(kwargs.items())))
     if key not in _builds:
-        _builds[key] = (HardwareBuild(plan.topology, plan.config, sim, valid_pct=VALID_PCT,
+        _builds[key] = (HardwareBuild(plan.hardware_topology, plan.config, sim, valid_pct=VALID_PCT,
                                       ready_pct=READY_PCT, **kwargs).build(), plan)
     return _builds[key][0]
 

@@ -191,7 +191,8 @@ def test_demo_runs_each_algorithm_alone_with_the_cycles_of_one_simulation(tmp_pa
                      {"dtype": None, "link_latency": 4, "flow_control": "message",
                       "buffer_copies": 1}).hardware
     vectors, _ = demo_vectors(gradients(4, 200, 0), plan.element_type, 4)
-    build = HardwareBuild(topo, plan.config, "verilator", valid_pct=100, ready_pct=100,
+    build = HardwareBuild(plan.hardware_topology, plan.config, "verilator", valid_pct=100,
+                          ready_pct=100,
                           long_runs=True, backdoor=True, build_root=cache)
     together = build.run([RunSpec(r.algorithm, r.lowered, vectors, r.expected_cycles)
                           for r in plan.runs], seed=1)

@@ -21,7 +21,7 @@ from allreduce_rtl.plan import NI_MESSAGE_GAP, plan_hardware
 from golden_model.topology import parse_topology
 from hdl.config import NIConfig, rotation_slack
 from hdl.generate import TOP_MODULE, to_verilog
-from hdl.link import Link, link_latencies
+from hdl.link import Link, built_links
 from hdl.router.network import RouterLink
 from hdl.router.router import RouterParams
 from tb.runner import HardwareBuild, RunSpec
@@ -74,19 +74,20 @@ def test_router_link_delays(latency, credit_latency):
 def test_link_latency_out_of_range():
     with pytest.raises(ValueError, match=r"link latency must be an integer in 0\.\.4, not 5"):
         Link(NIConfig(link_latency=4), 5)
-    topo = parse_topology("ring:4")
-    with pytest.raises(ValueError, match=re.escape(f"ring:4: {topo.links[0]} has no latency")):
-        link_latencies(topo, 4, {})
-    lat = {link: 2 for link in topo.links}
-    with pytest.raises(ValueError, match=r"latency of link 0->1 must be an integer in 0\.\.4"):
-        link_latencies(topo, 4, {**lat, (0, 1): 7})
+    spec, lat = RING
+    plan = plan_hardware(parse_topology(spec, link_latency=lat), ["ring"], 64, dtype="int32")
+    # a hardware topology's link longer than the FIFOs are sized for
+    with pytest.raises(ValueError, match=r"latency of link (0->3|3->0) must be an integer in 0\.\.4, not 9"):
+        built_links(plan.hardware_topology, 4)
+    # any other topology: every link at the configured latency, full rate
+    assert set(built_links(parse_topology(spec, link_latency=lat), 4).values()) == {(4, 16)}
 
 
 def test_plan_keeps_each_links_latency():
     spec, lat = RING
     topo = parse_topology(spec, link_latency=lat)
     plan = plan_hardware(topo, ["ring"], 64, dtype="int32")
-    assert plan.config.link_latency == 9 and plan.config.per_link_latency
+    assert plan.config.link_latency == 9
     hw = plan.hardware_topology
     assert {link: hw.link_latency(link) for link in hw.links} == \
         {link: topo.link_latency(link) for link in topo.links}
@@ -97,7 +98,7 @@ def test_plan_keeps_each_links_latency():
                      for u, v in topo.links}
     # --link-latency N builds every link alike
     uniform = plan_hardware(topo, ["ring"], 64, dtype="int32", link_latency=9)
-    assert not uniform.config.per_link_latency
+    assert set(built_links(uniform.hardware_topology, 9).values()) == {(9, 16)}
     assert uniform.runs[0].expected_cycles > plan.runs[0].expected_cycles
 
 
@@ -117,7 +118,7 @@ def _graph_file(path):
 
 
 def _run(sim, plan, algorithms):
-    build = HardwareBuild(plan.topology, plan.config, sim, valid_pct=VALID_PCT,
+    build = HardwareBuild(plan.hardware_topology, plan.config, sim, valid_pct=VALID_PCT,
                           ready_pct=READY_PCT).build()
     runs = [r for r in plan.runs if r.algorithm in algorithms]
     specs = [RunSpec(r.name, r.lowered,
@@ -162,7 +163,7 @@ def test_ring_with_a_slow_wrap_link(sim):
 def test_routed_graph_with_a_latency_per_direction(sim, tmp_path):
     topo = parse_topology(_graph_file(tmp_path / "asym.json"))
     plan = plan_hardware(topo, ["multitree", "ring"], sizes(4), dtype="int32")
-    assert plan.routed and plan.config.per_link_latency and plan.config.link_latency == 7
+    assert plan.routed and plan.config.link_latency == 7
     build, out = _run(sim, plan, ["multitree", "ring"])
     slow = _uniform_model(topo, ["multitree", "ring"], 7)
     for run, res, verdict in out:
@@ -187,7 +188,6 @@ def _direct_ring_file(path):
 def test_lint_links_of_unequal_directions(maker, tmp_path):
     topo = parse_topology(maker(tmp_path / "g.json"))
     plan = plan_hardware(topo, ["multitree"], 64, dtype="int32")
-    assert plan.config.per_link_latency
     net = plan.network()
     if not plan.routed:
         # each link's credits come back in the latency of the link the other way

@@ -73,7 +73,7 @@ def test_pipelined_multitree_opt(sim, spec, router, record_property):
     assert not run.schedule.contention_free
     # torus:4x4's 65,536 flits per node load in minutes under back-pressure: full rate there.
     pct = (VALID_PCT, READY_PCT) if spec == "mesh:2x3" else (100, 100)
-    build = HardwareBuild(plan.topology, plan.config, sim, valid_pct=pct[0],
+    build = HardwareBuild(plan.hardware_topology, plan.config, sim, valid_pct=pct[0],
                           ready_pct=pct[1]).build()
     seed = _seed(sim, spec, router, "pipelined")
     vectors = _vectors(run.schedule.num_nodes, run.elements, seed, plan.element_type.name)

@@ -65,7 +65,7 @@ routed_plan.__test__ = False
 def _build(sim, spec, dtype):
     if (sim, spec, dtype) not in _builds:
         plan = routed_plan(spec, dtype)
-        _builds[(sim, spec, dtype)] = HardwareBuild(plan.topology, plan.config, sim,
+        _builds[(sim, spec, dtype)] = HardwareBuild(plan.hardware_topology, plan.config, sim,
                                                     valid_pct=VALID_PCT,
                                                     ready_pct=READY_PCT).build()
     return _builds[(sim, spec, dtype)]

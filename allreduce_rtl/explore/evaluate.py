@@ -108,7 +108,7 @@ def _rtl(plan, run, sim, build_root, prov):
     from tb.runner import HardwareBuild, RunSpec  # noqa: PLC0415
     from tb.scoreboard import check_run  # noqa: PLC0415
     from ..demo import demo_vectors, gradients  # noqa: PLC0415
-    build = HardwareBuild(plan.topology, plan.config, sim, valid_pct=100, ready_pct=100,
+    build = HardwareBuild(plan.hardware_topology, plan.config, sim, valid_pct=100, ready_pct=100,
                           long_runs=True, backdoor=True, build_root=build_root)
     key = build.build_dir.name
     prov["build_key"] = key

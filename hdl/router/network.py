@@ -46,7 +46,8 @@ from amaranth.lib.wiring import In, Out
 from ..config import MAX_LINK_STAGES, NIConfig
 from ..credit import CreditCounter
 from ..delay_line import DelayLine
-from ..link import link_latencies as _link_latencies
+from ..link import built_links
+from ..rate import RATE_STEPS, RateLimiter
 from ..fifo import make_fifo
 from ..ops import eq_const
 from .arbiter import RoundRobinArbiter
@@ -167,23 +168,31 @@ class RouterLink(wiring.Component):
     with a credit per VC and a VC in the flit; valid and credits read 0 until their delay line
     is defined).
 
+    With ``rate`` below ``RATE_STEPS`` (``hdl.rate``), ``open`` follows a ``RateLimiter`` (windows
+    of one cycle): the sender sends only while it is high.
+
     Members
     -------
     sender : ``In(RouterChannel)``
         Connect to a router's ``out[o]``.
     receiver : ``Out(RouterChannel)``
         Connect to a router's ``inp[q]``.
+    open : ``Out(1)``
+        The sender may send a flit this cycle (connect to ``Router.out_open[o]`` or
+        ``InjectionPort.open``; always 1 at full rate).
     """
 
-    def __init__(self, params, latency, credit_latency=None):
+    def __init__(self, params, latency, credit_latency=None, rate=RATE_STEPS):
         if not isinstance(params, RouterParams):
             raise ValueError(f"params must be a RouterParams, not {params!r}")
         credit_latency = latency if credit_latency is None else credit_latency
         _check_int("link_latency", latency, 0, MAX_LINK_STAGES)
         _check_int("credit latency", credit_latency, 0, MAX_LINK_STAGES)
+        _check_int("link rate", rate, 1, RATE_STEPS)
         self.params, self.latency, self.credit_latency = params, latency, credit_latency
+        self.rate = rate
         ch = RouterChannel(params.flit_width, params.num_vcs)
-        super().__init__({"sender": In(ch), "receiver": Out(ch)})
+        super().__init__({"sender": In(ch), "receiver": Out(ch), "open": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
@@ -205,6 +214,11 @@ class RouterLink(wiring.Component):
         m.d.comb += [self.receiver.valid.eq(valid & flit_defined),
                      self.sender.credit.eq(back & back_defined.replicate(nc)),
                      self.receiver.flit.eq(flit)]
+        if self.rate < RATE_STEPS:
+            m.submodules.rate = limiter = RateLimiter(self.rate)
+            m.d.comb += self.open.eq(limiter.open)
+        else:
+            m.d.comb += self.open.eq(1)
         return m
 
 
@@ -219,13 +233,16 @@ class InjectionPort(wiring.Component):
     -------
     inject : ``In(stream.Signature(PacketFlit(flit_width)))``
     out : ``Out(RouterChannel)``
+    open : ``In(1)``
+        The link's rate limit (``RouterLink.open``): no flit is accepted while it is low
+        (default 1).
     """
 
     def __init__(self, params):
         self.params = params
         ch = RouterChannel(params.flit_width, params.num_vcs)
         super().__init__({"inject": In(stream.Signature(PacketFlit(params.flit_width))),
-                          "out": Out(ch)})
+                          "out": Out(ch), "open": In(1, init=1)})
 
     def elaborate(self, platform):
         m = Module()
@@ -243,7 +260,7 @@ class InjectionPort(wiring.Component):
         cur = Signal(v)          # one-hot VC of the packet being injected
         sel = Signal(v)
         m.d.comb += [arb.requests.eq(ready), sel.eq(Mux(in_packet, cur, arb.grant))]
-        m.d.comb += self.inject.ready.eq((sel & ready).any())
+        m.d.comb += self.inject.ready.eq((sel & ready).any() & self.open)
         accept = Signal()
         kind = self.inject.payload.kind.as_value()
         m.d.comb += [accept.eq(self.inject.valid & self.inject.ready),
@@ -334,11 +351,11 @@ class RouterNetwork(wiring.Component):
         ``hdl.router.routing``).
     link_latency : int
         Cycles per link direction (flits and credits), 0..1024; on fat-tree/BiGraph also on
-        each endpoint's link to its switch and back. With ``link_latencies``, the largest.
-    link_latencies : mapping, optional
-        ``(u, v) -> cycles`` of every directed link of the topology (``hdl.link.link_latencies``,
-        each at most ``link_latency``): the link u -> v carries the credits of v back in the
-        latency of v -> u. Default: ``link_latency`` on every link.
+        each endpoint's link to its switch and back. A hardware topology
+        (``allreduce_rtl.plan.hardware_topology``) gives each link its own latency (at most
+        this) and rate (``hdl.link.built_links``): the link u -> v carries the credits of v
+        back in the latency of v -> u, and its rate limit gates its sender (a router's
+        output, ``Router.out_open``, or an injection port).
     concentration : int
         Terminals (local ports) per router, 1..8 on mesh/torus; on a switched network the most
         switch links of an endpoint (``hdl.router.routing.terminals_per_endpoint``; 1 on
@@ -374,11 +391,10 @@ class RouterNetwork(wiring.Component):
     """
 
     def __init__(self, topology, *, num_vcs=2, vc_buf_depth=8, flit_width=128, credit_delay=1,
-                 flow_control="wormhole", link_latency=1, concentration=1, datelines=True,
-                 link_latencies=None):
+                 flow_control="wormhole", link_latency=1, concentration=1, datelines=True):
         indirect = _check_network(topology, link_latency, concentration,
                                   "RouterNetwork") == "table"
-        self.latencies = _link_latencies(topology, link_latency, link_latencies)
+        self.built = built_links(topology, link_latency)
         if topology.num_nodes * concentration > 1024:
             raise ValueError(f"at most 1024 terminals, not {topology.num_nodes * concentration}")
         self.topology = topology
@@ -456,6 +472,7 @@ class RouterNetwork(wiring.Component):
                 wiring.connect(m, up.receiver, routers[r].inp[port])
                 wiring.connect(m, routers[r].out[port], down.sender)
                 wiring.connect(m, down.receiver, ej.inp)
+                m.d.comb += [inj.open.eq(up.open), routers[r].out_open[port].eq(down.open)]
             else:
                 wiring.connect(m, inj.out, routers[r].inp[port])
                 wiring.connect(m, routers[r].out[port], ej.inp)
@@ -465,7 +482,8 @@ class RouterNetwork(wiring.Component):
 
     def _link(self, u, v):
         """The ``RouterLink`` of the graph link u -> v (its credits come back as fast as v -> u)."""
-        return RouterLink(self.params, self.latencies[(u, v)], self.latencies[(v, u)])
+        (latency, rate), (back, _) = self.built[(u, v)], self.built[(v, u)]
+        return RouterLink(self.params, latency, back, rate)
 
     def _wire_grid(self, m, routers):
         topo = self.topology
@@ -476,6 +494,7 @@ class RouterNetwork(wiring.Component):
                     continue     # mesh edge: input stays idle, output is never routed to
                 link = m.submodules[f"link{r}_{nb}"] = self._link(r, nb)
                 wiring.connect(m, routers[r].out[port], link.sender)
+                m.d.comb += routers[r].out_open[port].eq(link.open)
                 wiring.connect(m, link.receiver, routers[nb].inp[port ^ 1])
         c = self.concentration
         return [(t // c, NUM_GRID_PORTS + t % c) for t in range(self.num_terminals)]
@@ -493,6 +512,7 @@ class RouterNetwork(wiring.Component):
                         f"link{sw}_{v}_{k}"
                     link = m.submodules[name] = self._link(sw, v)
                     wiring.connect(m, routers[i].out[p], link.sender)
+                    m.d.comb += routers[i].out_open[p].eq(link.open)
                     wiring.connect(m, link.receiver,
                                    routers[index[v]].inp[ports[v].index((sw, k))])
                 else:

@@ -547,6 +547,9 @@ class Router(wiring.Component):
         Flits out (registered), credits in.
     error : ``Out(1)``
         Sticky: some VC buffer overflowed.
+    out_open : ``In(num_ports)``
+        Bit ``o``: output ``o`` may send this cycle (its link's rate limit, ``hdl.rate``;
+        default all ones): switch allocation treats a closed output like one without credit.
     routes : ``In(routes_width(table))``
         Only with ``table_input``.
 
@@ -578,7 +581,8 @@ class Router(wiring.Component):
         self.table_input = bool(table_input)
         ch = RouterChannel(params.flit_width, params.num_vcs)
         members = {"inp": In(ch).array(params.num_ports),
-                   "out": Out(ch).array(params.num_ports), "error": Out(1)}
+                   "out": Out(ch).array(params.num_ports), "error": Out(1),
+                   "out_open": In(params.num_ports, init=(1 << params.num_ports) - 1)}
         if self.table_input:
             members["routes"] = In(routes_width(table))
         super().__init__(members)
@@ -618,7 +622,7 @@ class Router(wiring.Component):
                 cc = m.submodules[f"credits{o}_{w}"] = CreditCounter(cc_config)
                 counters[o][w] = cc
                 m.d.comb += [cc.credit_in.eq(self.out[o].credit[w]), cc.head.eq(1),
-                             has_credit[o * v + w].eq(cc.ready)]
+                             has_credit[o * v + w].eq(cc.ready & self.out_open[o])]
                 row.append(cc.credits)
             credits.append(row)
 
