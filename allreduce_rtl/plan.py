@@ -328,19 +328,21 @@ def _plan_run(topology, algorithm, elements, config, hw_topology, timing, schedu
 
 def _check_routers_buildable(topology):
     """Refuse, before any hardware is built, a table-routed network whose routes the routers
-    cannot carry without deadlock: ``hdl.router.routing.switch_tables`` checks the channel
-    dependency graph and gives switch-to-switch hops into the destination's switch a second
-    virtual-channel class where one class leaves a cycle; a cycle that remains with two classes
-    (or routes that are not destination-based), parallel links of an endpoint and parallel
-    links of unequal count each way are refused here in one line."""
-    if topology.router_kind != "table":
+    cannot carry without deadlock: ``hdl.router.routing.switch_tables`` (a router per switch)
+    and ``node_tables`` (a router per endpoint of a graph without switches) check the channel
+    dependency graph and give hops into the destination's router a second virtual-channel class
+    where one class leaves a cycle; a cycle that remains with two classes (or routes that are
+    not destination-based), parallel links of an endpoint to a switch and parallel links of
+    unequal count each way are refused here in one line."""
+    kind = topology.router_kind
+    if kind not in ("table", "node"):
         return                  # grid routers: dateline classes on the wrap links
     g = topology.graph
     for a, b, n in g.edges(data="count", default=1):
         if n == 1:
             continue
         u, v = topology.label(a), topology.label(b)
-        if "node" in (g.nodes[a]["kind"], g.nodes[b]["kind"]):
+        if kind == "table" and "node" in (g.nodes[a]["kind"], g.nodes[b]["kind"]):
             raise ConfigError(f"cannot build routers for {topology.spec}: the link {u} -> {v} "
                               f"of an endpoint is {n} parallel links; an NI port per parallel "
                               f"link is not built yet (parallel links between switches are)")
@@ -349,9 +351,12 @@ def _check_routers_buildable(topology):
             raise ConfigError(f"cannot build routers for {topology.spec}: {u} -> {v} is {n} "
                               f"parallel links but {v} -> {u} is {back}; a router port joins "
                               f"one link each way")
-    from hdl.router.routing import switch_tables  # noqa: PLC0415
+    from hdl.router.routing import node_tables, switch_tables  # noqa: PLC0415
     try:
-        switch_tables(topology)
+        if kind == "node":      # a local port per link of the widest endpoint (its NI's)
+            node_tables(topology, max(len(topology.neighbors(v)) for v in topology.nodes))
+        else:
+            switch_tables(topology)
     except ValueError as exc:
         raise ConfigError(f"cannot build routers for {topology.spec}: {exc}") from None
 

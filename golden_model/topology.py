@@ -113,7 +113,9 @@ class Topology:
     @property
     def router_kind(self):
         """The router network that can carry this topology (``golden_model.families``):
-        ``"grid"`` (mesh, torus), ``"table"`` (fat-tree, BiGraph) or None (ring)."""
+        ``"grid"`` (mesh, torus), ``"table"`` (a router per switch: fat-tree, BiGraph, a
+        switched graph file), ``"node"`` (a table router per endpoint: a graph file without
+        switches) or None (ring)."""
         return self._def.router
 
     @property

@@ -49,10 +49,23 @@ def check_routable(topology, why="routers"):
     """Raise ``ConfigError`` (``golden_model.errors``) unless ``topology`` has a router network;
     the message starts with ``why`` (what asked for routers)."""
     from golden_model.errors import ConfigError
-    if getattr(topology, "router_kind", None) not in ROUTER_KINDS:
-        raise ConfigError(f"{why} {getattr(topology, 'spec', topology)} has no router network "
-                          f"(routers exist for {routed_families()}); on a ring use an algorithm "
-                          f"whose transfers all go to neighbours, or a torus:1xN")
+    if getattr(topology, "router_kind", None) in ROUTER_KINDS:
+        return
+    spec = getattr(topology, "spec", topology)
+    if getattr(topology, "family", None) == "graph":
+        g = topology.graph
+        direct = next(((a, b) for a, b in g.edges
+                       if g.nodes[a]["kind"] == g.nodes[b]["kind"] == "node"), None)
+        reason = (f"it links endpoint {topology.label(direct[0])!r} to endpoint "
+                  f"{topology.label(direct[1])!r} and also has switches (a router per switch "
+                  f"needs every endpoint linked to switches only, a router per endpoint a graph "
+                  f"without switches)" if direct is not None else
+                  "its endpoints do not all reach each other over switches alone")
+        raise ConfigError(f"{why} {spec} has no router network: {reason}; use an algorithm "
+                          f"whose transfers all go to neighbours")
+    raise ConfigError(f"{why} {spec} has no router network (routers exist for "
+                      f"{routed_families()}); on a ring use an algorithm whose transfers all "
+                      f"go to neighbours, or a torus:1xN")
 
 
 def router_vc_buf_depth(link_latency, credit_delay=1):

@@ -3,7 +3,8 @@
 A :class:`Family` says how its spec string reads (``torus:RxC``), builds its graph, routes,
 orders a ring, lists the natural cuts of the lower bound, and names the router network that can
 carry it (``router``: ``"grid"`` for dimension-order routers with datelines on wrap links,
-``"table"`` for routers whose tables come from the golden routes, ``None`` for none).
+``"table"`` for routers whose tables come from the golden routes, ``"node"`` for such a
+router per endpoint of a graph without switches, ``None`` for none).
 ``golden_model.topology.parse_topology`` looks families up in :data:`FAMILIES`; everything else
 asks the ``Topology`` (``is_direct``, ``grid``, ``router_kind``, ``natural_cuts``, ...).
 
@@ -34,12 +35,14 @@ class Family(abc.ABC):
         How many numbers the spec has (1: ``ring:N``; 2: ``mesh:RxC``, ``fattree:KxL``, ...).
     direct : bool
         True when the endpoints are the routers (ring, mesh, torus: no switches).
-    router : {"grid", "table", None}
+    router : {"grid", "table", "node", None}
         The router network that can carry it (``hdl.router``): ``"grid"`` (a mesh-like grid of
         rows and columns: one router per node, dimension order with dateline classes on wrap
         links), ``"table"`` (a switched network where every endpoint has exactly one link, to a
         switch: one router per switch, routing tables read off :meth:`route`, which must be
-        destination-based), ``None`` (no router network).
+        destination-based), ``"node"`` (a graph without switches: a router per endpoint, its
+        ports the endpoint's links, tables read off :meth:`route` likewise), ``None`` (no router
+        network).
     """
 
     name: str

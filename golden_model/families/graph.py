@@ -6,8 +6,10 @@ form to parse). Routes are the default of switched networks, one of the fewest-h
 by destination; the ring visits the endpoints in id order; the natural cuts are the sides of the
 reduce-scatter plus all-gather cut bound (``golden_model.cutbound``), which the cut bound with
 maximum flow then evaluates for any all-reduce. The NIs sit on table routers, one per switch,
-where every endpoint's links all go to switches (one NI port per link, as a fat-tree's one);
-graphs with links between endpoints have no router network yet.
+where every endpoint's links all go to switches (one NI port per link, as a fat-tree's one),
+and on a table router per endpoint where the graph has no switches (``"node"``: the router's
+ports are the endpoint's links and its NI's ports); graphs that mix links between endpoints
+with switches have no router network yet.
 """
 
 from . import Family
@@ -33,8 +35,11 @@ class GraphFamily(Family):
         self.direct = len(ends) == graph.number_of_nodes()
         switch_links = all(graph.nodes[w]["kind"] == "switch"
                            for v in ends for w in graph.successors(v))
-        self.router = ("table" if not self.direct and switch_links
-                       and self._connected_through_switches(ends) else None)
+        if self.direct:
+            self.router = "node" if len(ends) > 1 else None
+        else:
+            self.router = ("table" if switch_links and self._connected_through_switches(ends)
+                           else None)
 
     def _connected_through_switches(self, ends):
         """Whether every endpoint reaches every other over switches alone (table routers carry

@@ -54,6 +54,7 @@ from .arbiter import RoundRobinArbiter
 from .flit import PacketFlit, is_tail_kind, vc_bits
 from .router import Router, RouterChannel, pack_routes, RouterParams, _check_int, _onehot_select, onehot_encode
 from .routing import (NUM_GRID_PORTS, endpoint_switches, grid_neighbor, grid_tables,
+                      node_ports, node_tables,
                       switch_ports, switch_tables, terminals_per_endpoint)
 
 __all__ = ["RouterLink", "InjectionPort", "EjectionPort", "RouterNetwork", "to_verilog",
@@ -70,15 +71,17 @@ INJECTION_CYCLES = 1
 EJECTION_CYCLES = 1
 
 #: The topologies ``RouterNetwork`` builds, by their ``router_kind`` (``golden_model.families``):
-#: ``"grid"`` (a router per node, dimension order, datelines on wrap links) and ``"table"`` (a
-#: router per switch, tables from the golden routes).
-ROUTER_KINDS = ("grid", "table")
+#: ``"grid"`` (a router per node, dimension order, datelines on wrap links), ``"table"`` (a
+#: router per switch, tables from the golden routes) and ``"node"`` (a router per endpoint of a
+#: graph without switches, tables from the golden routes).
+ROUTER_KINDS = ("grid", "table", "node")
 
 
 def routed_families():
     """``"mesh, torus, fattree, bigraph"``: the families that have a router network."""
     from golden_model.families import FAMILIES  # noqa: PLC0415
-    return ", ".join(name for name, f in FAMILIES.items() if f.router in ROUTER_KINDS)
+    return ", ".join([name for name, f in FAMILIES.items() if f.router in ROUTER_KINDS]
+                     + ["graph files (switched, or without switches)"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -392,8 +395,8 @@ class RouterNetwork(wiring.Component):
 
     def __init__(self, topology, *, num_vcs=2, vc_buf_depth=8, flit_width=128, credit_delay=1,
                  flow_control="wormhole", link_latency=1, concentration=1, datelines=True):
-        indirect = _check_network(topology, link_latency, concentration,
-                                  "RouterNetwork") == "table"
+        kind = _check_network(topology, link_latency, concentration, "RouterNetwork")
+        indirect = kind == "table"
         self.built = built_links(topology, link_latency)
         if topology.num_nodes * concentration > 1024:
             raise ValueError(f"at most 1024 terminals, not {topology.num_nodes * concentration}")
@@ -403,6 +406,11 @@ class RouterNetwork(wiring.Component):
         if indirect:
             self.switches = topology.switches
             self.tables = switch_tables(topology, vc_classes=None if datelines else 1)
+            num_ports = self.tables[0].num_ports
+        elif kind == "node":
+            self.switches = []
+            self.tables = node_tables(topology, concentration,
+                                      vc_classes=None if datelines else 1)
             num_ports = self.tables[0].num_ports
         else:
             self.switches = []
@@ -454,6 +462,8 @@ class RouterNetwork(wiring.Component):
         # (router index, port) each terminal injects into and ejects from, and its links
         if self.switches:
             terminal_ports = self._wire_switches(m, routers)
+        elif self.topology.router_kind == "node":
+            terminal_ports = self._wire_nodes(m, routers)
         else:
             terminal_ports = self._wire_grid(m, routers)
         for t, ends in enumerate(terminal_ports):
@@ -498,6 +508,20 @@ class RouterNetwork(wiring.Component):
                 wiring.connect(m, link.receiver, routers[nb].inp[port ^ 1])
         c = self.concentration
         return [(t // c, NUM_GRID_PORTS + t % c) for t in range(self.num_terminals)]
+
+    def _wire_nodes(self, m, routers):
+        topo = self.topology
+        width = self.params.num_ports - self.concentration
+        for u in topo.nodes:
+            for p, (v, k) in enumerate(node_ports(topo, u)):
+                count = topo.graph.edges[u, v].get("count", 1)
+                name = f"link{u}_{v}" if count == 1 else f"link{u}_{v}_{k}"
+                link = m.submodules[name] = self._link(u, v)
+                wiring.connect(m, routers[u].out[p], link.sender)
+                wiring.connect(m, link.receiver, routers[v].inp[node_ports(topo, v).index((u, k))])
+                m.d.comb += routers[u].out_open[p].eq(link.open)
+        c = self.concentration
+        return [(t // c, width + t % c) for t in range(self.num_terminals)]
 
     def _wire_switches(self, m, routers):
         g = self.topology.graph

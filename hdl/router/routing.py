@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 __all__ = ["RoutingTable", "grid_tables", "switch_table", "switch_tables", "NUM_GRID_PORTS",
            "PORT_NAMES", "walk", "dependency_cycle", "endpoint_switches", "terminals_per_endpoint",
-           "switch_ports"]
+           "switch_ports", "node_ports", "node_tables"]
 
 #: Network ports of a mesh or torus router (north, south, west, east).
 NUM_GRID_PORTS = 4
@@ -398,23 +398,32 @@ def _terminal_pairs(topology, c):
 
 
 def _walk_links(topology, tables, src, dest, c):
-    """Switch-to-switch (link, class) pairs of the walk from terminal ``src`` to ``dest``."""
-    hops = _switch_walk(topology, tables, src, dest, c)
+    """Switch-to-switch (or endpoint-router-to-router) (link, class) pairs of the walk from
+    terminal ``src`` to ``dest``."""
+    node = getattr(topology, "router_kind", None) == "node"
+    hops = (_node_walk if node else _switch_walk)(topology, tables, src, dest, c)
     out = []
     for sw, port, cls in hops[:-1]:          # the last hop goes to the endpoint
-        v, k = switch_ports(topology, sw)[port]
+        v, k = (node_ports if node else switch_ports)(topology, sw)[port]
         out.append(((sw, v) if k == 0 else (sw, v, k), cls or 0))
     return out
 
 
-def dependency_cycle(topology, tables):
-    """A cycle of the channel dependency graph of a fat-tree's or BiGraph's switch-to-switch
-    links (channel = (link, VC class)) under ``tables``, as a list of channels, or ``None`` if
-    it is acyclic (the routes cannot deadlock). Links to and from endpoints never close a
-    cycle (endpoints sink every packet)."""
+def dependency_cycle(topology, tables, concentration=None):
+    """A cycle of the channel dependency graph of a switched network's switch-to-switch links,
+    or of the router-to-router links of a graph's endpoint routers (``node_tables``, with their
+    ``concentration``), channel = (link, VC class), under ``tables``, as a list of channels,
+    or ``None`` if it is acyclic (the routes cannot deadlock). Links to and from endpoints never
+    close a cycle (endpoints sink every packet)."""
     deps = {}
-    c = terminals_per_endpoint(topology)
-    for s, d in _terminal_pairs(topology, c):
+    if getattr(topology, "router_kind", None) == "node":
+        c = concentration or 1
+        pairs = [(s, d) for s in range(topology.num_nodes * c)
+                 for d in range(topology.num_nodes * c)]
+    else:
+        c = terminals_per_endpoint(topology)
+        pairs = _terminal_pairs(topology, c)
+    for s, d in pairs:
         chans = _walk_links(topology, tables, s, d, c)
         for a, b in zip(chans, chans[1:]):
             deps.setdefault(a, set()).add(b)
@@ -465,6 +474,8 @@ def walk(topology, tables, src, dest, concentration=1):
     """
     if not topology.is_direct:
         return _switch_walk(topology, tables, src, dest, concentration)
+    if topology.router_kind == "node":
+        return _node_walk(topology, tables, src, dest, concentration)
     router = src // concentration
     in_port, in_class = NUM_GRID_PORTS + src % concentration, 0
     hops = []
@@ -503,4 +514,125 @@ def _switch_walk(topology, tables, src, dest, c):
             return hops
         in_port, in_class = switch_ports(topology, v).index((sw, k)), (cls or 0)
         sw = v
+    raise RuntimeError(f"routing loop from {src} to {dest}")
+
+
+# --- a router per endpoint (a graph without switches) -------------------------------------------
+
+def node_ports(topology, node):
+    """The network ports of endpoint ``node``'s router on a graph without switches, in order:
+    ``(neighbour, k)`` for each neighbour in ``graph.successors`` order and each of the
+    ``count`` parallel links to it. Parallel link ``k`` from A to B arrives at B's port
+    ``(A, k)``. The router's local ports (its NI's) follow the widest router's network ports
+    (:func:`node_tables`)."""
+    g = topology.graph
+    return [(v, k) for v in g.successors(node) for k in range(g.edges[node, v].get("count", 1))]
+
+
+def _check_node(topology):
+    if getattr(topology, "router_kind", None) != "node":
+        raise ValueError(f"node tables need a graph without switches, not "
+                         f"{getattr(topology, 'spec', topology)!r}")
+
+
+def _node_width(topology):
+    """Network ports of every endpoint router: the largest number of links of an endpoint."""
+    return max(len(node_ports(topology, v)) for v in topology.nodes)
+
+
+def node_tables(topology, concentration, *, vc_classes=None):
+    """One ``RoutingTable`` per endpoint router of a graph without switches (index = endpoint):
+    ports ``0 .. D-1`` the network ports (:func:`node_ports`, D the widest router's; a router
+    with fewer leaves the rest unused), then ``concentration`` local ports, terminal
+    ``node * concentration + q`` on local port ``D + q``. The next hop toward a destination is
+    its golden route's (``Topology.route``, destination-based), a parallel link chosen by the
+    terminal number modulo the count.
+
+    VC classes as on switched networks (module docstring): one when the channel dependency
+    graph of the router-to-router links is acyclic; else two, the hop into the destination's
+    router taking class 1; a cycle that remains with two classes is refused.
+
+    Raises
+    ------
+    ValueError
+        If the topology is not a graph without switches, ``concentration`` is not 1..8, a
+        route is not destination-based or a terminal is not reached, or the routes stay cyclic
+        (the message gives the cycle in the file's ids).
+    """
+    _check_node(topology)
+    if isinstance(concentration, bool) or not isinstance(concentration, int) \
+            or not 1 <= concentration <= 8:
+        raise ValueError(f"concentration must be an integer in 1..8, not {concentration!r}")
+    if vc_classes not in (None, 1, 2):
+        raise ValueError(f"vc_classes must be None, 1 or 2, not {vc_classes!r}")
+    c, width = concentration, _node_width(topology)
+    nxt = {u: {} for u in topology.nodes}
+    for s in topology.nodes:
+        for d in topology.nodes:
+            for u, v in topology.route(s, d):
+                if nxt[u].setdefault(d, v) != v:
+                    raise ValueError(f"routes of {topology.spec!r} are not destination-based "
+                                     f"at {u!r} (destination {d}: {nxt[u][d]} and {v})")
+
+    def build(classes):
+        tables = []
+        for u in topology.nodes:
+            ports = node_ports(topology, u)
+            out_port, dateline = [], []
+            for t in range(topology.num_nodes * c):
+                d = t // c
+                if d == u:
+                    out_port.append(width + t % c)
+                    dateline.append(False)
+                    continue
+                v = nxt[u][d]
+                parallel = sum(1 for w, _ in ports if w == v)
+                out_port.append(ports.index((v, t % parallel)))
+                dateline.append(classes == 2 and v == d)
+            port_dim = ((0 if classes == 2 else None),) * width + (None,) * c
+            tables.append(RoutingTable(num_ports=width + c, out_port=tuple(out_port),
+                                       dateline=tuple(dateline), port_dim=port_dim,
+                                       vc_classes=classes))
+        return tables
+
+    tables = build(2 if vc_classes == 2 else 1)
+    cycle = dependency_cycle(topology, tables, c)
+    if cycle and vc_classes is None:
+        tables = build(2)
+        cycle = dependency_cycle(topology, tables, c)
+        if cycle:
+            raise ValueError(f"the routes of {topology.spec!r} have a channel dependency cycle "
+                             f"even with two VC classes: {_as_in_file(topology, cycle)}")
+    for s in range(topology.num_nodes * c):
+        for d in range(topology.num_nodes * c):
+            try:
+                _node_walk(topology, tables, s, d, c)
+            except RuntimeError as exc:
+                raise ValueError(f"the tables of {topology.spec!r} do not reach terminal {d} "
+                                 f"from {s}: {exc}") from None
+    return tables
+
+
+def _node_walk(topology, tables, src, dest, c):
+    """Hops ``(router, out_port, vc_class)`` from terminal ``src`` to ``dest`` over endpoint
+    routers, ending with the local port to ``dest``."""
+    width = _node_width(topology)
+    router, in_port, in_class = src // c, width + src % c, 0
+    hops = []
+    for _ in range(topology.num_nodes + 1):
+        table = tables[router]
+        port = table.out_port[dest]
+        cls = table.next_class(in_port, in_class, dest)
+        hops.append((router, port, cls))
+        if port >= width:
+            if router != dest // c or port != width + dest % c:
+                raise RuntimeError(f"a packet from terminal {src} to {dest} leaves router "
+                                   f"{router} by local port {port}")
+            return hops
+        ports = node_ports(topology, router)
+        if port >= len(ports):
+            raise RuntimeError(f"router {router} routes destination {dest} to unused port {port}")
+        v, k = ports[port]
+        in_port, in_class = node_ports(topology, v).index((router, k)), (cls or 0)
+        router = v
     raise RuntimeError(f"routing loop from {src} to {dest}")
