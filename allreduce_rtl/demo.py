@@ -452,7 +452,7 @@ def format_report(report) -> str:
            "injection, first-come at the routers)"
            if r["config"].get("routed") else
            "the NI (head flit, send/retire delays, in-order links)")
-    lines.append(f"lower bound {r['lower_bound_cycles']:,.0f} cycles; model = "
+    lines.append(f"lower bound {r['lower_bound_cycles']:,.1f} cycles; model = "
                  f"golden_model.timing configured like {how}")
     t = r["targets"]
     if t["worst_rtl_over_model"] is None:       # one node: nothing to send, nothing to model

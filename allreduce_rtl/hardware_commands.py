@@ -183,7 +183,7 @@ def _generate(args):
               f"{run.lowered.table_depth}, {run.lowered.buffer_flits} buffer flits; "
               f"{config.flow_control} flow control, {links_text(plan.link_latency_range)}"
               f"{', NIs on routers' if plan.routed else ''}; the timing model expects "
-              f"{expected:,} cycles (lower bound {lb:,.0f})")
+              f"{expected:,} cycles (lower bound {lb:,.1f})")
         if plan.link_rates:
             print(rates_text(plan.link_rates))
     return 0

@@ -149,9 +149,11 @@ def network_options(p, topology_default, topology_help="%(default)s"):
     g.add_argument("--frequency", type=frequency, default=1.0,
                    metavar="GHZ", help="network clock in GHz (default %(default)s)")
     g.add_argument("--timing", choices=TIMINGS, default="hardware",
-                   help="how a link serves the transfers that want it: as the hardware does "
-                   "(in schedule order on NIs joined by links, first come first served on "
-                   "routers), always in schedule order, or always first come first served; or "
+                   help="how a link serves the transfers that want it: 'hardware' as the "
+                   "hardware does (in schedule order on NIs joined by links; on routers "
+                   "'injection'), 'schedule' always in schedule order, 'injection' each NI link "
+                   "in schedule order and every later hop first come first served, 'fcfs' "
+                   "always first come first served; or "
                    "'authors': count like the MultiTree authors' simulator (head flits, their "
                    "pipeline delays, lockstep and reduction unit; docs/authors-simulator.md) "
                    "(default %(default)s)")

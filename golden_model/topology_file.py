@@ -84,6 +84,8 @@ def _load(path):
             _check_graphml(path, where)
             return nx.read_graphml(path), where
         data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except ConfigError:
+        raise
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"topology file {where!r} is not JSON: {exc}") from None
     except (OSError, nx.NetworkXError, ValueError, KeyError, ElementTree.ParseError) as exc:
@@ -93,11 +95,17 @@ def _load(path):
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
         raise ConfigError(f"topology file {where!r}: expected a node-link object with a "
                           f"'nodes' list (networkx.node_link_data)")
+    if "links" in data and "edges" in data:
+        raise ConfigError(f"topology file {where!r} has both 'links' and 'edges'; give the "
+                          f"links once, under one of them")
     key = "links" if "links" in data else "edges"
     if not isinstance(data.get(key), list):
         raise ConfigError(f"topology file {where!r}: expected a 'links' (or 'edges') list")
     directed = data.get("directed", True)
-    graph = nx.DiGraph() if directed is not False else nx.Graph()
+    if not isinstance(directed, bool):
+        raise ConfigError(f"topology file {where!r}: 'directed' must be true or false, not "
+                          f"{directed!r}")
+    graph = nx.DiGraph() if directed else nx.Graph()
     graph.graph.update(data.get("graph") or {})
     for k, node in enumerate(data["nodes"]):
         if not isinstance(node, dict) or "id" not in node:
@@ -129,23 +137,55 @@ def _check_graphml(path, where):
     it: a node or a link listed twice, a link naming a node that is not declared."""
     ns = "{http://graphml.graphdrawing.org/xmlns}"
     root = ElementTree.parse(path).getroot()
+    graphs = list(root.iter(f"{ns}graph"))
+    if len(graphs) != 1:
+        raise ConfigError(f"topology file {where!r} holds {len(graphs)} graphs; expected one")
+    graph = graphs[0]
+    keys = {k.get("id"): (k.get("attr.name"), k.get("attr.type", "string"))
+            for k in root.iter(f"{ns}key")}
+    undirected = graph.get("edgedefault", "directed") == "undirected"
     nodes, links = set(), set()
-    for graph in root.iter(f"{ns}graph"):
-        for node in graph.iter(f"{ns}node"):
-            v = node.get("id")
-            if v in nodes:
-                raise ConfigError(f"topology file {where!r}: node {v!r} is listed twice")
-            nodes.add(v)
-        for edge in graph.iter(f"{ns}edge"):
-            u, v = edge.get("source"), edge.get("target")
-            for end in (u, v):
-                if end not in nodes:
-                    raise ConfigError(f"topology file {where!r}: link {u!r}->{v!r} names node "
-                                      f"{end!r}, which is not declared")
-            if (u, v) in links:
-                raise ConfigError(f"topology file {where!r}: link {u!r}->{v!r} is listed twice "
-                                  f"(parallel links are one link with a 'count')")
-            links.add((u, v))
+    for node in graph.iter(f"{ns}node"):
+        v = node.get("id")
+        if v in nodes:
+            raise ConfigError(f"topology file {where!r}: node {v!r} is listed twice")
+        nodes.add(v)
+        _check_graphml_values(node, keys, ns, f"topology file {where!r}: node {v!r}")
+    for edge in graph.iter(f"{ns}edge"):
+        u, v = edge.get("source"), edge.get("target")
+        for end in (u, v):
+            if end not in nodes:
+                raise ConfigError(f"topology file {where!r}: link {u!r}->{v!r} names node "
+                                  f"{end!r}, which is not declared")
+        # an undirected link a-b is also b-a: listing both would merge them, one value lost
+        both = undirected and edge.get("directed", "false") != "true"
+        key = frozenset((u, v)) if both else (u, v)
+        if key in links or (not both and frozenset((u, v)) in links):
+            raise ConfigError(f"topology file {where!r}: link {u!r}->{v!r} is listed twice "
+                              f"(parallel links are one link with a 'count'"
+                              + ("; an undirected link already goes both ways)" if both else ")"))
+        links.add(key)
+        _check_graphml_values(edge, keys, ns, f"topology file {where!r}: link {u!r}->{v!r}")
+
+
+_GRAPHML_NUMBERS = {"int": int, "long": int, "float": float, "double": float}
+
+
+def _check_graphml_values(element, keys, ns, what):
+    """Refuse a number attribute (``attr.type`` int, long, float or double) whose text is not
+    one, naming the node or link and the attribute (``networkx.read_graphml`` would say only
+    what Python's ``int`` says)."""
+    for data in element.iter(f"{ns}data"):
+        name, kind = keys.get(data.get("key"), (data.get("key"), "string"))
+        convert = _GRAPHML_NUMBERS.get(kind)
+        text = (data.text or "").strip()
+        if convert is None:
+            continue
+        try:
+            convert(text)
+        except ValueError:
+            raise ConfigError(f"{what}: {name} {text!r} is not a number (the file declares it "
+                              f"attr.type={kind!r})") from None
 
 
 def _order(ids):
@@ -184,7 +224,7 @@ def read_topology(spec, link_bandwidth, link_latency):
         unknown = set(attrs) - {"kind", "label"}
         if unknown:
             raise ConfigError(f"topology file {where!r}: node {v!r} has unknown attribute "
-                              f"{sorted(unknown)[0]!r} (allowed: kind)")
+                              f"{sorted(unknown)[0]!r} (allowed: kind, label)")
         if str(v) in texts:
             raise ConfigError(f"topology file {where!r}: node ids {texts[str(v)]!r} and {v!r} "
                               f"are the same name; give them different ones")
@@ -207,6 +247,8 @@ def read_topology(spec, link_bandwidth, link_latency):
         attrs = {"kind": kinds[v]}
         if names[v] != v and str(names[v]) != str(v):
             attrs["label"] = str(v)
+        elif raw.nodes[v].get("label") is not None:    # written by write_topology
+            attrs["label"] = str(raw.nodes[v]["label"])
         graph.add_node(names[v], **attrs)
     for u, v, attrs in raw.edges(data=True):
         what = f"topology file {where!r}: link {u!r}->{v!r}"
@@ -259,7 +301,8 @@ def read_topology(spec, link_bandwidth, link_latency):
 
 def write_topology(topology, path):
     """Write ``topology``'s graph to ``path`` (node-link JSON, or GraphML for ``.graphml``):
-    endpoints ``0..N-1`` and switches ``s0, ...`` with their ``kind``, every directed link with
+    endpoints ``0..N-1`` and switches ``s0, ...`` with their ``kind`` (and the file's own id as
+    ``label`` where the graph came from a file with other ids), every directed link with
     its per-link ``bandwidth`` (GB/s), ``latency`` (cycles) and ``count``; reading it back
     gives the same graph. Returns the text (JSON) or bytes (GraphML) written by the caller.
 
@@ -270,7 +313,8 @@ def write_topology(topology, path):
     """
     g = nx.DiGraph(name=topology.spec)
     for v, attrs in topology.graph.nodes(data=True):
-        g.add_node(v, kind=attrs.get("kind", "node"))
+        g.add_node(v, kind=attrs.get("kind", "node"),
+                   **({"label": attrs["label"]} if "label" in attrs else {}))
     for u, v, attrs in topology.graph.edges(data=True):
         count = attrs.get("count", 1)
         bw = attrs.get("port_bandwidth", attrs["bandwidth"] / count)

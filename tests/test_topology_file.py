@@ -100,6 +100,9 @@ BOTH = lambda a, b, **k: [(a, b, k), (b, a, k)]     # noqa: E731
     (_net([(0, 1, {}), (1, 2, {}), (2, 0, {})]), "link 0->1 has no link back 1->0"),
     ({"nodes": [{"id": 0, "colour": "r"}], "links": []}, "unknown attribute 'colour'"),
     ({"nodes": [{"id": 1}, {"id": "1"}], "links": []}, "are the same name"),
+    ({"directed": "yes", "nodes": [{"id": 0}], "links": []},
+     "'directed' must be true or false, not 'yes'"),
+    ({"nodes": [{"id": 0}], "links": [], "edges": []}, "has both 'links' and 'edges'"),
 ])
 def test_bad_files_name_what_is_wrong(tmp_path, obj, words):
     with pytest.raises(ConfigError) as exc:
@@ -120,12 +123,40 @@ GRAPHML = """<?xml version="1.0"?>
      '<edge source="0" target="1"/><edge source="1" target="0"/>', "'0'->'1' is listed twice"),
     ('<node id="0"/><edge source="0" target="9"/><edge source="9" target="0"/>',
      "names node '9', which is not declared"),
+    # an undirected link listed both ways would be merged by networkx, one bandwidth lost
+    (('<node id="a"/><node id="b"/><edge source="a" target="b"><data key="bw">10</data></edge>'
+      '<edge source="b" target="a"><data key="bw">30</data></edge>', "undirected"),
+     "link 'b'->'a' is listed twice .*an undirected link already goes both ways"),
+    ('<node id="a"/><node id="b"/><edge source="a" target="b"><data key="bw">fast</data>'
+     '</edge><edge source="b" target="a"/>',
+     r"link 'a'->'b': bandwidth 'fast' is not a number \(the file declares it "
+     r"attr.type='double'\)"),
+    (('<node id="0"/></graph><graph edgedefault="directed"><node id="1"/>', "directed"),
+     "holds 2 graphs; expected one"),
 ])
 def test_graphml_is_held_to_the_json_rules(tmp_path, body, words):
+    body, default = body if isinstance(body, tuple) else (body, "directed")
     path = tmp_path / "t.graphml"
-    path.write_text(GRAPHML.format(body))
-    with pytest.raises(ConfigError, match=words):
+    path.write_text(GRAPHML.format(body).replace('edgedefault="directed"',
+                                                 f'edgedefault="{default}"', 1))
+    with pytest.raises(ConfigError, match=words) as exc:
         parse_topology(str(path))
+    assert str(exc.value).count("t.graphml") == 1        # said once, not wrapped twice
+
+
+@pytest.mark.parametrize("suffix", [".json", ".graphml"])
+def test_a_files_own_ids_survive_a_round_trip(tmp_path, suffix):
+    spec = _write(tmp_path, {"nodes": [{"id": "gpu1"}, {"id": "gpu0"},
+                                       {"id": "sw", "kind": "switch"}],
+                             "links": [dict(source=u, target=v) for a in ("gpu0", "gpu1")
+                                       for u, v in ((a, "sw"), ("sw", a))]})
+    first = parse_topology(spec)
+    path = tmp_path / f"again{suffix}"
+    text = write_topology(first, path)
+    path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
+    again = parse_topology(str(path))
+    assert {v: again.label(v) for v in again.graph} == {0: "gpu0", 1: "gpu1", "s0": "sw"}
+    assert again.graph.nodes(data=True) == first.graph.nodes(data=True)
 
 
 def test_one_node_round_trips(tmp_path):

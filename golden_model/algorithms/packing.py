@@ -306,8 +306,9 @@ def packed_schedule(algorithm, topology, num_elements, packing, sub_chunks, meta
     -------
     AllReduceSchedule
         ``2 * N * (N - 1) * k * q`` transfers. ``meta``: ``tree_steps`` (``max(R, A)``),
-        ``sub_chunks``, ``pieces``, ``trees`` (trees that carry a piece), ``packing_bound``
-        (the program's T).
+        ``sub_chunks``, ``pieces``, ``trees`` (trees that carry a piece),
+        ``packing_bound_ns_per_byte`` (the program's T: the all-reduce of D bytes per node takes
+        at least ``D / N`` times it, in ns).
     """
     n = topology.num_nodes
     k, q = sub_chunks, pieces
@@ -337,6 +338,6 @@ def packed_schedule(algorithm, topology, num_elements, packing, sub_chunks, meta
                 else:
                     steps[s + deepest_rs + d - 1].append(Transfer(p, c, chunk, phase, route, r))
     meta = {"tree_steps": max(deepest_rs, deepest_ag), "sub_chunks": k, "pieces": q,
-            "trees": len(used), "packing_bound": packing.bound, **(meta or {})}
+            "trees": len(used), "packing_bound_ns_per_byte": packing.bound, **(meta or {})}
     return AllReduceSchedule.build(algorithm, topology, num_elements, n * k * q, steps,
                                    validate=validate, contention_free=False, meta=meta)
