@@ -329,9 +329,9 @@ def _plan_run(topology, algorithm, elements, config, hw_topology, timing, schedu
 def _check_routers_buildable(topology):
     """Refuse, before any hardware is built, a table-routed network whose routes the routers
     cannot carry without deadlock: ``hdl.router.routing.switch_tables`` (a router per switch)
-    and ``node_tables`` (a router per endpoint of a graph without switches) check the channel
-    dependency graph and give hops into the destination's router a second virtual-channel class
-    where one class leaves a cycle; a cycle that remains with two classes (or routes that are
+    and ``node_tables`` (a router per vertex of a graph with links between endpoints) check the
+    channel dependency graph and give hops into the destination's router a second
+    virtual-channel class where one class leaves a cycle; a cycle that remains with two classes (or routes that are
     not destination-based), parallel links of an endpoint to a switch and parallel links of
     unequal count each way are refused here in one line."""
     kind = topology.router_kind
@@ -354,7 +354,7 @@ def _check_routers_buildable(topology):
     from hdl.router.routing import node_tables, switch_tables  # noqa: PLC0415
     try:
         if kind == "node":      # a local port per link of the widest endpoint (its NI's)
-            node_tables(topology, max(len(topology.neighbors(v)) for v in topology.nodes))
+            node_tables(topology, max(topology.degree(v) for v in topology.nodes))
         else:
             switch_tables(topology)
     except ValueError as exc:

@@ -114,8 +114,8 @@ class Topology:
     def router_kind(self):
         """The router network that can carry this topology (``golden_model.families``):
         ``"grid"`` (mesh, torus), ``"table"`` (a router per switch: fat-tree, BiGraph, a
-        switched graph file), ``"node"`` (a table router per endpoint: a graph file without
-        switches) or None (ring)."""
+        switched graph file), ``"node"`` (a table router per vertex: a graph file with links
+        between endpoints) or None (ring)."""
         return self._def.router
 
     @property

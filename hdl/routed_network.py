@@ -52,17 +52,6 @@ def check_routable(topology, why="routers"):
     if getattr(topology, "router_kind", None) in ROUTER_KINDS:
         return
     spec = getattr(topology, "spec", topology)
-    if getattr(topology, "family", None) == "graph":
-        g = topology.graph
-        direct = next(((a, b) for a, b in g.edges
-                       if g.nodes[a]["kind"] == g.nodes[b]["kind"] == "node"), None)
-        reason = (f"it links endpoint {topology.label(direct[0])!r} to endpoint "
-                  f"{topology.label(direct[1])!r} and also has switches (a router per switch "
-                  f"needs every endpoint linked to switches only, a router per endpoint a graph "
-                  f"without switches)" if direct is not None else
-                  "its endpoints do not all reach each other over switches alone")
-        raise ConfigError(f"{why} {spec} has no router network: {reason}; use an algorithm "
-                          f"whose transfers all go to neighbours")
     raise ConfigError(f"{why} {spec} has no router network (routers exist for "
                       f"{routed_families()}); on a ring use an algorithm whose transfers all "
                       f"go to neighbours, or a torus:1xN")
@@ -195,8 +184,10 @@ class RoutedNetwork(Network):
         args = dict(self._router_args)
         if args["vc_buf_depth"] is None:
             args["vc_buf_depth"] = router_vc_buf_depth(config.link_latency, args["credit_delay"])
-        direct = getattr(topology, "is_direct", False)
-        self.terminal_ports = (config.terminal_ports if direct
+        # a router per node (mesh, torus, a graph with links between endpoints): a local port
+        # per NI port; a router per switch: a terminal per link of an endpoint
+        local = getattr(topology, "router_kind", None) in ("grid", "node")
+        self.terminal_ports = (config.terminal_ports if local
                                else terminals_per_endpoint(topology))
         self.fabric = RouterNetwork(topology, flit_width=config.flit_width,
                                     link_latency=config.link_latency,

@@ -1,6 +1,7 @@
-"""Graphs without switches on routers: a table router per endpoint (``router_kind == "node"``,
-``hdl.router.routing.node_tables``), for schedules that send through other endpoints (ring,
-halving-doubling, double binary tree on an irregular graph).
+"""Graphs with links between endpoints on routers: a table router per vertex
+(``router_kind == "node"``, ``hdl.router.routing.node_tables``), for schedules that send
+through other vertices (ring, halving-doubling, double binary tree on an irregular graph, and
+beside a switch).
 
 Checked: the tables follow the golden routes and reach every terminal; the channel dependency
 check finds the cycle of one VC class on a ring of five endpoints and breaks it with two, and
@@ -101,16 +102,22 @@ def test_ring_of_five_with_two_classes_completes(sim, tmp_path):
     _check(sim, _ring(tmp_path / "ring5.json", 5), ["halving-doubling", "dbtree"], sizes(5))
 
 
-def test_mixed_graph_is_refused_naming_the_link(tmp_path):
+def _mixed(path):
+    """Three GPUs on a switch, two of them also linked to each other (an NVLink beside PCIe)."""
     nodes = [{"id": f"g{i}", "kind": "node"} for i in range(3)] + [{"id": "sw", "kind": "switch"}]
     links = [{"source": a, "target": b, "bandwidth": 16, "latency": 3}
              for i in range(3) for a, b in ((f"g{i}", "sw"), ("sw", f"g{i}"))]
-    links += [{"source": a, "target": b, "bandwidth": 16, "latency": 3}
+    links += [{"source": a, "target": b, "bandwidth": 16, "latency": 2}
               for a, b in (("g0", "g1"), ("g1", "g0"))]
-    path = tmp_path / "mixed.json"
     path.write_text(json.dumps({"directed": True, "nodes": nodes, "links": links}))
-    topo = parse_topology(str(path))
-    assert topo.router_kind is None
-    with pytest.raises(ConfigError, match=r"links endpoint 'g[01]' to endpoint 'g[01]' and also "
-                                          r"has switches"):
-        plan_hardware(topo, ["dbtree"], 64, dtype="int32")
+    return parse_topology(str(path))
+
+
+@pytest.mark.parametrize("sim", ["icarus", pytest.param("verilator", marks=pytest.mark.slow)])
+def test_links_between_endpoints_beside_a_switch(sim, tmp_path):
+    topo = _mixed(tmp_path / "mixed.json")
+    assert topo.router_kind == "node"
+    # g0 -> g1 goes over their own link, g0 -> g2 through the switch's router
+    assert topo.route(0, 1) == ((0, 1),) and [v for _, v in topo.route(0, 2)] == ["s0", 2]
+    _check(sim, topo, ["ring", "dbtree", "multitree"], sizes(3)[:1] if sim == "icarus"
+           else sizes(3))

@@ -4,7 +4,7 @@ A :class:`Family` says how its spec string reads (``torus:RxC``), builds its gra
 orders a ring, lists the natural cuts of the lower bound, and names the router network that can
 carry it (``router``: ``"grid"`` for dimension-order routers with datelines on wrap links,
 ``"table"`` for routers whose tables come from the golden routes, ``"node"`` for such a
-router per endpoint of a graph without switches, ``None`` for none).
+router per vertex of a graph with links between endpoints, ``None`` for none).
 ``golden_model.topology.parse_topology`` looks families up in :data:`FAMILIES`; everything else
 asks the ``Topology`` (``is_direct``, ``grid``, ``router_kind``, ``natural_cuts``, ...).
 
@@ -40,9 +40,9 @@ class Family(abc.ABC):
         rows and columns: one router per node, dimension order with dateline classes on wrap
         links), ``"table"`` (a switched network where every endpoint has exactly one link, to a
         switch: one router per switch, routing tables read off :meth:`route`, which must be
-        destination-based), ``"node"`` (a graph without switches: a router per endpoint, its
-        ports the endpoint's links, tables read off :meth:`route` likewise), ``None`` (no router
-        network).
+        destination-based), ``"node"`` (a graph with links between endpoints: a router per
+        vertex, its ports the vertex's links and an endpoint's NI ports, tables read off
+        :meth:`route` likewise), ``None`` (no router network).
     """
 
     name: str

@@ -7,9 +7,9 @@ by destination; the ring visits the endpoints in id order; the natural cuts are 
 reduce-scatter plus all-gather cut bound (``golden_model.cutbound``), which the cut bound with
 maximum flow then evaluates for any all-reduce. The NIs sit on table routers, one per switch,
 where every endpoint's links all go to switches (one NI port per link, as a fat-tree's one),
-and on a table router per endpoint where the graph has no switches (``"node"``: the router's
-ports are the endpoint's links and its NI's ports); graphs that mix links between endpoints
-with switches have no router network yet.
+and otherwise (links between endpoints, with or without switches) on a table router per
+vertex (``"node"``: an endpoint's router has its links and its NI's ports, a switch's its
+links), routes then passing through endpoints where they are shorter.
 """
 
 from . import Family
@@ -35,11 +35,10 @@ class GraphFamily(Family):
         self.direct = len(ends) == graph.number_of_nodes()
         switch_links = all(graph.nodes[w]["kind"] == "switch"
                            for v in ends for w in graph.successors(v))
-        if self.direct:
-            self.router = "node" if len(ends) > 1 else None
+        if not self.direct and switch_links and self._connected_through_switches(ends):
+            self.router = "table"
         else:
-            self.router = ("table" if switch_links and self._connected_through_switches(ends)
-                           else None)
+            self.router = "node" if len(ends) > 1 else None
 
     def _connected_through_switches(self, ends):
         """Whether every endpoint reaches every other over switches alone (table routers carry

@@ -54,7 +54,7 @@ from .arbiter import RoundRobinArbiter
 from .flit import PacketFlit, is_tail_kind, vc_bits
 from .router import Router, RouterChannel, pack_routes, RouterParams, _check_int, _onehot_select, onehot_encode
 from .routing import (NUM_GRID_PORTS, endpoint_switches, grid_neighbor, grid_tables,
-                      node_ports, node_tables,
+                      node_ports, node_routers, node_tables,
                       switch_ports, switch_tables, terminals_per_endpoint)
 
 __all__ = ["RouterLink", "InjectionPort", "EjectionPort", "RouterNetwork", "to_verilog",
@@ -81,7 +81,7 @@ def routed_families():
     """``"mesh, torus, fattree, bigraph"``: the families that have a router network."""
     from golden_model.families import FAMILIES  # noqa: PLC0415
     return ", ".join([name for name, f in FAMILIES.items() if f.router in ROUTER_KINDS]
-                     + ["graph files (switched, or without switches)"])
+                     + ["graph files of two or more endpoints"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,11 +117,12 @@ def model_timing(topology):
     network's zero-load numbers (a packet's head accepted on ``inject`` to its tail on
     ``eject``, with ``header_flits=1``): ``router_delay`` = ``ROUTER_CYCLES`` per transit router,
     and ``send_delay`` = the injection and ejection cycles, minus 1 (the model's hold counts
-    all F flits, the RTL's tail comes F - 1 cycles after the head), plus on a mesh or torus the
-    source and destination routers, which a golden route between nodes does not pass through.
+    all F flits, the RTL's tail comes F - 1 cycles after the head), plus on a mesh or torus (or
+    a graph with a router per endpoint) the source and destination routers, which a golden
+    route between nodes does not pass through.
     Then ``simulate`` of a lone transfer equals ``path_cost(...).latency(F)`` for any two
     distinct nodes (tests/test_router_units.py)."""
-    ends = 2 * ROUTER_CYCLES if topology.is_direct else 0
+    ends = 2 * ROUTER_CYCLES if topology.is_direct or topology.router_kind == "node" else 0
     return {"router_delay": ROUTER_CYCLES,
             "send_delay": INJECTION_CYCLES + EJECTION_CYCLES - 1 + ends}
 
@@ -512,14 +513,16 @@ class RouterNetwork(wiring.Component):
     def _wire_nodes(self, m, routers):
         topo = self.topology
         width = self.params.num_ports - self.concentration
-        for u in topo.nodes:
+        index = {v: i for i, v in enumerate(node_routers(topo))}
+        for u, i in index.items():
             for p, (v, k) in enumerate(node_ports(topo, u)):
                 count = topo.graph.edges[u, v].get("count", 1)
                 name = f"link{u}_{v}" if count == 1 else f"link{u}_{v}_{k}"
                 link = m.submodules[name] = self._link(u, v)
-                wiring.connect(m, routers[u].out[p], link.sender)
-                wiring.connect(m, link.receiver, routers[v].inp[node_ports(topo, v).index((u, k))])
-                m.d.comb += routers[u].out_open[p].eq(link.open)
+                wiring.connect(m, routers[i].out[p], link.sender)
+                wiring.connect(m, link.receiver,
+                               routers[index[v]].inp[node_ports(topo, v).index((u, k))])
+                m.d.comb += routers[i].out_open[p].eq(link.open)
         c = self.concentration
         return [(t // c, width + t % c) for t in range(self.num_terminals)]
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 __all__ = ["RoutingTable", "grid_tables", "switch_table", "switch_tables", "NUM_GRID_PORTS",
            "PORT_NAMES", "walk", "dependency_cycle", "endpoint_switches", "terminals_per_endpoint",
-           "switch_ports", "node_ports", "node_tables"]
+           "switch_ports", "node_ports", "node_routers", "node_tables"]
 
 #: Network ports of a mesh or torus router (north, south, west, east).
 NUM_GRID_PORTS = 4
@@ -517,36 +517,44 @@ def _switch_walk(topology, tables, src, dest, c):
     raise RuntimeError(f"routing loop from {src} to {dest}")
 
 
-# --- a router per endpoint (a graph without switches) -------------------------------------------
+# --- a router per vertex (a graph with links between endpoints) ----------------------------------
 
-def node_ports(topology, node):
-    """The network ports of endpoint ``node``'s router on a graph without switches, in order:
-    ``(neighbour, k)`` for each neighbour in ``graph.successors`` order and each of the
-    ``count`` parallel links to it. Parallel link ``k`` from A to B arrives at B's port
-    ``(A, k)``. The router's local ports (its NI's) follow the widest router's network ports
-    (:func:`node_tables`)."""
+def node_ports(topology, vertex):
+    """The network ports of ``vertex``'s router on a graph with links between endpoints
+    (``router_kind == "node"``), in order: ``(neighbour, k)`` for each neighbour in
+    ``graph.successors`` order and each of the ``count`` parallel links to it. Parallel link
+    ``k`` from A to B arrives at B's port ``(A, k)``. An endpoint's router has its NI's local
+    ports after the widest router's network ports (:func:`node_tables`)."""
     g = topology.graph
-    return [(v, k) for v in g.successors(node) for k in range(g.edges[node, v].get("count", 1))]
+    return [(v, k) for v in g.successors(vertex) for k in range(g.edges[vertex, v].get("count", 1))]
+
+
+def node_routers(topology):
+    """The vertices that have a router on a graph with links between endpoints: every
+    endpoint (``0..N-1``), then every switch (``topology.switches`` order); the index of a
+    vertex here is its table's in :func:`node_tables`."""
+    return list(topology.nodes) + list(topology.switches)
 
 
 def _check_node(topology):
     if getattr(topology, "router_kind", None) != "node":
-        raise ValueError(f"node tables need a graph without switches, not "
+        raise ValueError(f"node tables need a graph with links between endpoints, not "
                          f"{getattr(topology, 'spec', topology)!r}")
 
 
 def _node_width(topology):
-    """Network ports of every endpoint router: the largest number of links of an endpoint."""
-    return max(len(node_ports(topology, v)) for v in topology.nodes)
+    """Network ports of every router: the most links of a vertex."""
+    return max(len(node_ports(topology, v)) for v in node_routers(topology))
 
 
 def node_tables(topology, concentration, *, vc_classes=None):
-    """One ``RoutingTable`` per endpoint router of a graph without switches (index = endpoint):
-    ports ``0 .. D-1`` the network ports (:func:`node_ports`, D the widest router's; a router
-    with fewer leaves the rest unused), then ``concentration`` local ports, terminal
-    ``node * concentration + q`` on local port ``D + q``. The next hop toward a destination is
-    its golden route's (``Topology.route``, destination-based), a parallel link chosen by the
-    terminal number modulo the count.
+    """One ``RoutingTable`` per router of a graph with links between endpoints (a router per
+    vertex, :func:`node_routers` order): ports ``0 .. D-1`` the network ports
+    (:func:`node_ports`, D the widest router's; a router with fewer leaves the rest unused),
+    then ``concentration`` local ports, terminal ``node * concentration + q`` on local port
+    ``D + q`` of its endpoint's router (a switch's local ports are unused). The next hop toward
+    a destination is its golden route's (``Topology.route``, destination-based), a parallel
+    link chosen by the terminal number modulo the count.
 
     VC classes as on switched networks (module docstring): one when the channel dependency
     graph of the router-to-router links is acyclic; else two, the hop into the destination's
@@ -555,9 +563,9 @@ def node_tables(topology, concentration, *, vc_classes=None):
     Raises
     ------
     ValueError
-        If the topology is not a graph without switches, ``concentration`` is not 1..8, a
-        route is not destination-based or a terminal is not reached, or the routes stay cyclic
-        (the message gives the cycle in the file's ids).
+        If the topology has no such routers, ``concentration`` is not 1..8, a route is not
+        destination-based or a terminal is not reached, or the routes stay cyclic (the message
+        gives the cycle in the file's ids).
     """
     _check_node(topology)
     if isinstance(concentration, bool) or not isinstance(concentration, int) \
@@ -566,17 +574,20 @@ def node_tables(topology, concentration, *, vc_classes=None):
     if vc_classes not in (None, 1, 2):
         raise ValueError(f"vc_classes must be None, 1 or 2, not {vc_classes!r}")
     c, width = concentration, _node_width(topology)
-    nxt = {u: {} for u in topology.nodes}
+    routers = node_routers(topology)
+    nxt = {u: {} for u in routers}
     for s in topology.nodes:
         for d in topology.nodes:
             for u, v in topology.route(s, d):
                 if nxt[u].setdefault(d, v) != v:
                     raise ValueError(f"routes of {topology.spec!r} are not destination-based "
-                                     f"at {u!r} (destination {d}: {nxt[u][d]} and {v})")
+                                     f"at {_as_in_file(topology, u)!r} (destination {d}: "
+                                     f"{_as_in_file(topology, nxt[u][d])!r} and "
+                                     f"{_as_in_file(topology, v)!r})")
 
     def build(classes):
         tables = []
-        for u in topology.nodes:
+        for u in routers:
             ports = node_ports(topology, u)
             out_port, dateline = [], []
             for t in range(topology.num_nodes * c):
@@ -585,7 +596,11 @@ def node_tables(topology, concentration, *, vc_classes=None):
                     out_port.append(width + t % c)
                     dateline.append(False)
                     continue
-                v = nxt[u][d]
+                v = nxt[u].get(d)
+                if v is None:           # no route to d leads through this router
+                    out_port.append(0)
+                    dateline.append(False)
+                    continue
                 parallel = sum(1 for w, _ in ports if w == v)
                 out_port.append(ports.index((v, t % parallel)))
                 dateline.append(classes == 2 and v == d)
@@ -614,24 +629,27 @@ def node_tables(topology, concentration, *, vc_classes=None):
 
 
 def _node_walk(topology, tables, src, dest, c):
-    """Hops ``(router, out_port, vc_class)`` from terminal ``src`` to ``dest`` over endpoint
-    routers, ending with the local port to ``dest``."""
+    """Hops ``(router, out_port, vc_class)`` from terminal ``src`` to ``dest`` over the routers
+    of :func:`node_routers` (``tables`` in that order), ending with the local port to
+    ``dest``."""
     width = _node_width(topology)
+    index = {v: i for i, v in enumerate(node_routers(topology))}
     router, in_port, in_class = src // c, width + src % c, 0
     hops = []
-    for _ in range(topology.num_nodes + 1):
-        table = tables[router]
+    for _ in range(len(index) + 1):
+        table = tables[index[router]]
         port = table.out_port[dest]
         cls = table.next_class(in_port, in_class, dest)
         hops.append((router, port, cls))
         if port >= width:
             if router != dest // c or port != width + dest % c:
                 raise RuntimeError(f"a packet from terminal {src} to {dest} leaves router "
-                                   f"{router} by local port {port}")
+                                   f"{router!r} by local port {port}")
             return hops
         ports = node_ports(topology, router)
         if port >= len(ports):
-            raise RuntimeError(f"router {router} routes destination {dest} to unused port {port}")
+            raise RuntimeError(f"router {router!r} routes destination {dest} to unused port "
+                               f"{port}")
         v, k = ports[port]
         in_port, in_class = node_ports(topology, v).index((router, k)), (cls or 0)
         router = v
