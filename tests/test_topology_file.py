@@ -403,11 +403,15 @@ def test_parallel_switch_links_run_in_hardware(tmp_path, capsys, sim):
 
 @pytest.mark.parametrize("sim", ["icarus", pytest.param("verilator", marks=pytest.mark.slow)])
 def test_an_irregular_network_runs_in_hardware(tmp_path, capsys, sim):
-    """Three switches in a ring with links of 8, 16 and 32 GB/s (built at the hardware's one
-    flit per cycle), two endpoints each: MultiTree and ring bit for bit."""
+    """Three switches in a ring with links of 8, 16 and 32 GB/s (built as 4/16, 8/16 and a flit
+    per cycle, the endpoint links at 16 GB/s as 8/16), two endpoints each: MultiTree and ring
+    bit for bit."""
     links = []
     for i, sw in enumerate(("s0", "s0", "s1", "s1", "s2", "s2")):
         links += [(i, sw, {}), (sw, i, {})]
     for (a, b), bw in zip((("s0", "s1"), ("s1", "s2"), ("s2", "s0")), (8.0, 16.0, 32.0)):
         links += [(a, b, {"bandwidth": bw}), (b, a, {"bandwidth": bw})]
-    _demo_in_hardware(tmp_path, capsys, _write(tmp_path, _net(links), "three.json"), sim, 96)
+    report = _demo_in_hardware(tmp_path, capsys, _write(tmp_path, _net(links), "three.json"),
+                               sim, 96)
+    assert {(r["from"], r["to"]): r["rate"] for r in report["link_rates"]}[("s0", "s1")] == 4
+    assert {r["rate"] for r in report["link_rates"]} == {4, 8}
