@@ -415,7 +415,14 @@ def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[
         etype = element_type(dtype)
     built = with_uniform_links(topology, link_latency, link_bandwidth)
     if link_latency is None:
+        from hdl.config import MAX_LINK_STAGES  # noqa: PLC0415
         link_latency = max((built.link_latency(link) for link in built.links), default=0)
+        if link_latency > MAX_LINK_STAGES:
+            u, v = next(link for link in built.links if built.link_latency(link) == link_latency)
+            raise ConfigError(f"link {built.label(u)}->{built.label(v)} of {topology.spec} has "
+                              f"{link_latency:,} cycles; the hardware builds links of at most "
+                              f"{MAX_LINK_STAGES:,} (give --link-latency to build every link "
+                              f"alike)")
     pairs = [(a, d) for a in algorithms for d in sizes]
     choice = choice_timing(etype.bytes if dtype is not None else 4)
     schedules = [build_schedule(a, topology, d, choice) for a, d in pairs]

@@ -210,3 +210,22 @@ def test_direct_ring_file_in_icarus(tmp_path):
                                   for rows in p.engines.values()) + \
             rotation_slack(build.config, run.lowered)
         assert verdict.model_cycles <= res.cycles <= verdict.model_cycles + gap, verdict.message
+
+
+def test_a_link_longer_than_the_hardware_builds_is_named(tmp_path):
+    from golden_model.errors import ConfigError
+    from hdl.config import MAX_LINK_STAGES
+    path = tmp_path / "long.json"
+    _direct_ring_file(path)
+    data = json.loads(path.read_text())
+    data["links"][1]["latency"] = MAX_LINK_STAGES + 1
+    path.write_text(json.dumps(data))
+    link = data["links"][1]
+    with pytest.raises(ConfigError, match=rf"link {link['source']}->{link['target']} of .* has "
+                                          rf"1,025 cycles; the hardware builds links of at most "
+                                          rf"1,024"):
+        plan_hardware(parse_topology(str(path)), ["multitree"], 64, dtype="int32")
+    # one number builds every link alike, within the limit
+    plan = plan_hardware(parse_topology(str(path)), ["multitree"], 64, dtype="int32",
+                         link_latency=8)
+    assert plan.link_latency_range == (8, 8)
