@@ -225,8 +225,8 @@ _OUTPUT_FILES = {"verilog": "network.v", "report": "report.json", "tb_top": "tb_
 
 
 def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_latency=None,
-             link_bandwidth=None, flow_control="message", buffer_copies=1, seed=0, waves=False, out=None,
-             build_root=None, progress=True, schedule=None):
+             link_bandwidth=None, flow_control="message", buffer_copies=1, seed=0, waves=False,
+             out=None, build_root=None, progress=True, schedule=None):
     """Plan, build, simulate, verify; returns ``(report dict, exit code)`` (0: every node of
     every algorithm matched the golden model).
 
@@ -236,6 +236,8 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_laten
     elements : int, optional
         Elements per node (default: ``plan_demo``'s layer).
     sim : {"verilator", "icarus"}
+    link_latency, link_bandwidth : optional
+        ``plan_hardware``'s: every link alike; default each link its own.
     dtype : str, optional
         Element type the NIs add (default ``allreduce_rtl.plan.plan_hardware``'s: float32, or
         int32 on routers).

@@ -34,8 +34,8 @@ from golden_model.lowering import lower, needs_router
 from golden_model.timing import TimingParams, lower_bound, simulate
 
 __all__ = ["FLIT_BITS", "PlannedRun", "HardwarePlan", "plan_hardware", "hardware_topology",
-           "hardware_timing", "choice_timing", "routed_timing", "links_text", "rates_text", "link_rate",
-           "with_uniform_links", "model_cycles", "NI_SEND_DELAY",
+           "hardware_timing", "choice_timing", "routed_timing", "links_text", "rates_text",
+           "link_rate", "with_uniform_links", "model_cycles", "NI_SEND_DELAY",
            "NI_RETIRE_DELAY", "ROUTED_PORT_DELAY", "DEFAULT_DTYPE", "ROUTED_DEFAULT_DTYPE"]
 
 #: The element type the hardware adds unless told otherwise, and on routers (whose NIs take

@@ -140,7 +140,8 @@ class NetworkInterface(wiring.Component):
             receivers.append(r)
             wiring.connect(m, wiring.flipped(self.tx[i]), s.flit_out)
             wiring.connect(m, wiring.flipped(self.rx[i]), r.flit_in)
-            m.d.comb += [s.credit_in.eq(self.tx_credit[i]), s.open.eq(self.tx_open[i]), self.rx_credit[i].eq(r.credit_out),
+            m.d.comb += [s.credit_in.eq(self.tx_credit[i]), s.open.eq(self.tx_open[i]),
+                         self.rx_credit[i].eq(r.credit_out),
                          s.slot.eq(buf.read_slot[i]), r.slot.eq(buf.read_slot[lane_rd + i])]
             if i:
                 wiring.connect(m, s.buf, buf.read[i])
