@@ -185,7 +185,8 @@ def hardware_options(p, topology_default="torus:4x4", dtype=True):
                    "rounding is reported)")
     g.add_argument("--link-latency", type=per_class(number_in(int, 0, MAX_LINK_STAGES)),
                    default=None, metavar="CYCLES",
-                   help=f"cycles of every link direction, 0..{MAX_LINK_STAGES}, or per link "
+                   help=f"cycles of every link direction, 0..{MAX_LINK_STAGES} (at least 1 "
+                   f"between NIs, whose input register is its last cycle), or per link "
                    f"class of a family as CLASS=CYCLES,... (wrap on ring and torus; node and "
                    f"switch on fattree and bigraph; default for the rest), e.g. "
                    f"wrap=300,default=150 (default: each link its own, "

@@ -361,6 +361,20 @@ def _check_routers_buildable(topology):
         raise ConfigError(f"cannot build routers for {topology.spec}: {exc}") from None
 
 
+def _check_direct_links(built):
+    """Raise ``ConfigError`` naming a link of ``built`` (a topology with its links' latencies)
+    shorter than a link between NIs can be (``hdl.network.Network``: the receiving NI's input
+    register is the last cycle of every link)."""
+    from hdl.network import Network  # noqa: PLC0415
+    lowest = int(Network.REGISTERED_NIS)
+    for u, v in built.links:
+        if built.link_latency((u, v)) < lowest:
+            raise ConfigError(f"link {built.label(u)}->{built.label(v)} of {built.spec} has "
+                              f"{built.link_latency((u, v))} cycles; a link between NIs has at "
+                              f"least {lowest} (the receiving NI's input register is its last "
+                              f"cycle)")
+
+
 def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[int] | int, *,
                   dtype=None, flow_control="message", link_latency=None, link_bandwidth=None,
                   router=False, **config_overrides) -> HardwarePlan:
@@ -437,6 +451,8 @@ def plan_hardware(topology, algorithms: Sequence[str] | str, elements: Sequence[
     if reason is not None:
         check_routable(topology, reason)
         _check_routers_buildable(topology)
+    else:
+        _check_direct_links(built)
     if dtype is None:
         etype = element_type(DEFAULT_DTYPE if reason is None else ROUTED_DEFAULT_DTYPE)
     try:

@@ -13,7 +13,7 @@ from .ram import VERILOG_ARRAY, verilog_rams
 from .routed_network import RoutedNetwork
 from .router.network import shared_routers
 
-__all__ = ["to_verilog", "build_network", "buffer_arrays", "TOP_MODULE", "NI_MODULE"]
+__all__ = ["to_verilog", "build_network", "network_class", "buffer_arrays", "TOP_MODULE", "NI_MODULE"]
 
 #: Name of the top module in the generated Verilog.
 TOP_MODULE = "network"
@@ -52,8 +52,9 @@ def to_verilog(network, path=None, name=TOP_MODULE):
     network = design if isinstance(design, Network) else getattr(design, "network", None)
     with verilog_rams() as modules:
         if isinstance(network, Network):
-            ni_text = verilog.convert(NetworkInterface(network.config), name=NI_MODULE,
-                                      emit_src=False)
+            ni_text = verilog.convert(
+                NetworkInterface(network.config, registered_inputs=network.REGISTERED_NIS),
+                name=NI_MODULE, emit_src=False)
             with contextlib.ExitStack() as stack:
                 stack.enter_context(ni_instances(NI_MODULE))
                 router_texts = (stack.enter_context(shared_routers(network.fabric, TOP_MODULE))
@@ -91,7 +92,13 @@ def build_network(topology, config):
     ValueError
         If the topology does not fit the configuration or a link is bad.
     """
-    return (RoutedNetwork if config.routed else Network)(topology, config)
+    return network_class(config)(topology, config)
+
+
+def network_class(config):
+    """The network top's class for ``config``: ``RoutedNetwork`` when ``config.routed``, else
+    ``Network`` (its ``START_LATENCY`` is what a test bench waits after ``start``)."""
+    return RoutedNetwork if config.routed else Network
 
 
 def buffer_arrays(config, num_nodes):

@@ -37,6 +37,12 @@ class Link(wiring.Component):
         Flits per ``RATE_STEPS`` cycles (``hdl.rate``; default ``RATE_STEPS``, a flit every
         cycle): below it ``open`` follows a ``RateLimiter`` in windows of the NI buffer's
         ``config.buffer_banks`` cycles, so that an NI send engine keeps its bank slots.
+    registered_ends : bool, optional
+        The NIs at both ends register their inputs (``NetworkInterface(registered_inputs=
+        True)``): that register is the last cycle of the flits' and of the credits' latency, so
+        the delay lines are a cycle shorter. The latencies must be at least 1. (The NIs also
+        register their reset and start, so each runs a cycle later than without the registers,
+        and sees ``open`` a cycle later: the rate pattern as it was.)
 
     Raises
     ------
@@ -55,20 +61,23 @@ class Link(wiring.Component):
         The sender may issue a flit this cycle (the rate limit; always 1 at full rate).
     """
 
-    def __init__(self, config, latency=None, credit_latency=None, rate=RATE_STEPS):
+    def __init__(self, config, latency=None, credit_latency=None, rate=RATE_STEPS,
+                 registered_ends=False):
         if not isinstance(config, NIConfig):
             raise ValueError(f"config must be an NIConfig, not {config!r}")
         latency = config.link_latency if latency is None else latency
         credit_latency = latency if credit_latency is None else credit_latency
+        lowest = int(bool(registered_ends))     # the NIs' input register is the last cycle
         try:
             for name, value in (("latency", latency), ("credit_latency", credit_latency)):
-                check_int(f"link {name}", value, 0, config.link_latency)
+                check_int(f"link {name}", value, lowest, config.link_latency)
             check_int("link rate", rate, 1, RATE_STEPS)
         except ValueError:
             self._MustUse__silence = True   # never built: no "created but never used" warning
             raise
         self._config = config
         self.latency, self.credit_latency, self.rate = latency, credit_latency, rate
+        self.registered_ends = bool(registered_ends)
         flit = FlitStream(config.flit_width)
         super().__init__({
             "flit_in": In(flit),
@@ -81,14 +90,16 @@ class Link(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         flit = Cat(self.flit_in.valid, self.flit_in.payload)
-        if self.latency == self.credit_latency:
-            m.submodules.delay = delay = DelayLine(len(flit) + 1, self.latency)
+        ends = int(self.registered_ends)
+        latency, credit_latency = self.latency - ends, self.credit_latency - ends
+        if latency == credit_latency:
+            m.submodules.delay = delay = DelayLine(len(flit) + 1, latency)
             m.d.comb += delay.i.eq(Cat(flit, self.credit_in))
             out, credit, credit_defined = delay.o[:-1], delay.o[-1], delay.defined
             flit_defined = delay.defined
         else:
-            m.submodules.delay = delay = DelayLine(len(flit), self.latency)
-            m.submodules.credit_delay = back = DelayLine(1, self.credit_latency)
+            m.submodules.delay = delay = DelayLine(len(flit), latency)
+            m.submodules.credit_delay = back = DelayLine(1, credit_latency)
             m.d.comb += [delay.i.eq(flit), back.i.eq(self.credit_in)]
             out, flit_defined = delay.o, delay.defined
             credit, credit_defined = back.o[0], back.defined

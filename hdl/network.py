@@ -108,8 +108,16 @@ class Network(wiring.Component):
     node_done, node_error : ``Out(1).array(N)``
     node_step : ``Out(STEP_BITS).array(N)``
 
+    The NIs register their inputs (``NetworkInterface(registered_inputs=True)``), which the
+    links count as their last cycle (``Link(registered_ends=True)``, so every link is at least
+    1 cycle) and the start as :attr:`START_LATENCY`: the NIs act on ``start`` one cycle after
+    it, ``cycles`` counts from then, and ``done`` reads 0 in between.
+
     Attributes
     ----------
+    START_LATENCY : int
+        Cycles from ``start`` (or ``node_start``) to the cycle the NIs act on it (as an NI's
+        start: ``hdl.ni``); a test bench that times a run waits them out.
     nodes : list of NetworkInterface
         ``nodes[u]`` is node u's NI.
     links : dict
@@ -119,8 +127,12 @@ class Network(wiring.Component):
     ------
     ValueError
         If the topology is not direct, a node has more neighbours than ``num_ports`` or a link
-        is bad (``hdl.link.built_links``).
+        is bad (``hdl.link.built_links``; a link of 0 cycles between NIs).
     """
+
+    #: The NIs register their inputs (and so their start).
+    REGISTERED_NIS = True
+    START_LATENCY = 1
 
     def __init__(self, topology, config):
         try:
@@ -134,7 +146,8 @@ class Network(wiring.Component):
         self._config = config
         n, fw = topology.num_nodes, config.flit_width
         #: The NIs, one per node (``nodes[u]``).
-        self.nodes = [NetworkInterface(config) for _ in topology.nodes]
+        self.nodes = [NetworkInterface(config, registered_inputs=self.REGISTERED_NIS)
+                      for _ in topology.nodes]
         super().__init__({
             "start": In(1),
             "node_start": In(1).array(n),
@@ -165,7 +178,8 @@ class Network(wiring.Component):
         self.links = {}
         for (u, p), (v, _) in sorted(self._port_map.items()):
             (latency, rate), (back, _) = built[(u, v)], built[(v, u)]
-            self.links[(u, p)] = Link(config, latency, back, rate)
+            self.links[(u, p)] = Link(config, latency, back, rate,
+                                      registered_ends=self.REGISTERED_NIS)
 
     def _connect_fabric(self, m, nis):
         """Wire every NI port to the fabric (unused ports tied off); return extra error bits."""
@@ -201,7 +215,11 @@ class Network(wiring.Component):
         ni_module = _NI_MODULE.get()
         running = Signal()
         run_begin = Signal()    # the first start of a run: flits wait for their NI's start
-        m.d.comb += run_begin.eq(self.start | (Cat(*self.node_start).any() & ~running))
+        # run_begin delayed 1..START_LATENCY cycles (the NIs act on it in the last)
+        pending = [Signal(name=f"run_begin_{k + 1}") for k in range(self.START_LATENCY)]
+        m.d.comb += run_begin.eq(self.start | (Cat(*self.node_start).any() & ~running
+                                               & ~Cat(*pending).any()))
+        m.d.sync += [later.eq(now) for now, later in zip([run_begin, *pending], pending)]
         for u, ni in enumerate(nis):
             m.submodules[ni_name(u)] = ni if ni_module is None else _ni_instance(ni, ni_module)
             wiring.connect(m, wiring.flipped(self.host_cmd[u]), ni.host_cmd)
@@ -222,7 +240,10 @@ class Network(wiring.Component):
             error = error | ni.error
         for e in fabric_errors:
             error = error | e
-        with m.If(run_begin):
+        for later in pending:   # the NIs' done is the last run's until they start
+            done = done & ~later
+        begin = pending[-1] if pending else run_begin
+        with m.If(begin):
             m.d.sync += [running.eq(1), self.cycles.eq(1)]
         with m.Elif(running):
             with m.If(done):

@@ -21,7 +21,8 @@ client 0): consecutive addresses go at one per cycle, a jump waits up to K - 1 c
 pulse ``start`` while a ``host_rsp`` is still pending.
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import (ClockDomain, ClockSignal, DomainRenamer, Module, Mux, ResetSignal, Signal,
+                          Value)
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -76,12 +77,21 @@ class NetworkInterface(wiring.Component):
     step : ``Out(STEP_BITS)``
         Smallest step among the unfinished engines' current rows (registered; 0xFFFF when none).
     cycles : ``Out(32)``
+
+    With ``registered_inputs`` the NI registers ``rx``, ``tx_credit``, ``tx_open``, ``start``,
+    ``arm`` and its reset at its boundary and acts on each one cycle after it arrives (a
+    network of links counts that register as the last cycle of each link and of its start,
+    ``hdl.link.Link``, ``hdl.network.Network``). No logic then depends on an input through
+    gates alone but the host port's: a simulator that evaluates the NI as a model of its own
+    (Verilator's hierarchical blocks) evaluates its logic once per clock edge instead of again
+    at every change of an input.
     """
 
-    def __init__(self, config):
+    def __init__(self, config, registered_inputs=False):
         if not isinstance(config, NIConfig):
             raise ValueError(f"config must be an NIConfig, not {config!r}")
         self._config = config
+        self.registered_inputs = bool(registered_inputs)
         p, fw = config.num_ports, config.flit_width
         flit = FlitStream(fw)
         super().__init__({
@@ -109,14 +119,37 @@ class NetworkInterface(wiring.Component):
         cfg = self._config
         p = cfg.num_ports
         ne = cfg.num_engines
+        rx = [(port.valid, port.payload) for port in self.rx]
+        tx_credit, tx_open, start, arm = (list(self.tx_credit), list(self.tx_open), self.start,
+                                          self.arm)
+        dom, sub = "sync", (lambda block: block)
+        if self.registered_inputs:
+            # Domain "ni": the NI's registers, reset by a registered copy of the reset.
+            dom, sub = "ni", DomainRenamer("ni")
+            m.domains.ni = ni = ClockDomain(local=True)
+            rst = Signal(init=1, reset_less=True)
+            m.d.sync += rst.eq(ResetSignal("sync"))
+            m.d.comb += [ni.clk.eq(ClockSignal("sync")), ni.rst.eq(rst)]
+
+            def registered(value, name, init=0, reset_less=False):
+                reg = Signal(len(Value.cast(value)), name=name, init=init, reset_less=reset_less)
+                m.d.ni += reg.eq(value)
+                return reg
+            rx = [(registered(v, f"rx{i}_valid"),       # the payload is data: valid says
+                   registered(d, f"rx{i}_payload", reset_less=True))
+                  for i, (v, d) in enumerate(rx)]
+            tx_credit = [registered(c, f"tx_credit{i}") for i, c in enumerate(tx_credit)]
+            tx_open = [registered(o, f"tx_open{i}", init=1) for i, o in enumerate(tx_open)]
+            start, arm = registered(start, "start_in"), registered(arm, "arm_in")
         taw = cfg.table_addr_width
 
         # --- blocks -------------------------------------------------------------------------
-        m.submodules.reduction = red = ReductionUnit(cfg, ArrivalTag)
+        red = ReductionUnit(cfg, ArrivalTag)
+        m.submodules.reduction = sub(red)
         delay = write_delay(red.adder)
-        m.submodules[BUFFER] = buf = BankedBuffer(num_ports=p, depth=cfg.buffer_depth,
-                                                 flit_width=cfg.flit_width, write_delay=delay,
-                                                 copies=cfg.buffer_copies)
+        buf = BankedBuffer(num_ports=p, depth=cfg.buffer_depth, flit_width=cfg.flit_width,
+                           write_delay=delay, copies=cfg.buffer_copies)
+        m.submodules[BUFFER] = sub(buf)
         lane_rd = lane_read_client(p, cfg.buffer_copies)
         lane_wr = lane_write_client(p, cfg.buffer_copies)
         nbanks, bits = buf.num_banks, buf.bank_bits
@@ -124,23 +157,25 @@ class NetworkInterface(wiring.Component):
         for e in range(ne):
             t = RAM(shape=ScheduleRow, depth=cfg.table_depth, num_write=1, transparency=[()],
                     bare=True)
-            m.submodules[f"table{e}"] = t
+            m.submodules[f"table{e}"] = sub(t)
             tables.append(t)
-        m.submodules.ordering = order = OrderingRule(cfg)
+        order = OrderingRule(cfg)
+        m.submodules.ordering = sub(order)
         # Readers: the send engines, then (in-order NI) the ordering rule of each lane.
-        m.submodules.arrivals = arr = ArrivalCounters(
-            num_lanes=p, num_readers=cfg.arrival_readers, max_chunks=cfg.max_chunks)
+        arr = ArrivalCounters(num_lanes=p, num_readers=cfg.arrival_readers,
+                              max_chunks=cfg.max_chunks)
+        m.submodules.arrivals = sub(arr)
         senders, receivers = [], []
         for i in range(p):
             s = SendEngine(cfg)
             r = ReceiveEngine(cfg)
-            m.submodules[f"send{i}"] = s
-            m.submodules[f"recv{i}"] = r
+            m.submodules[f"send{i}"] = sub(s)
+            m.submodules[f"recv{i}"] = sub(r)
             senders.append(s)
             receivers.append(r)
             wiring.connect(m, wiring.flipped(self.tx[i]), s.flit_out)
-            wiring.connect(m, wiring.flipped(self.rx[i]), r.flit_in)
-            m.d.comb += [s.credit_in.eq(self.tx_credit[i]), s.open.eq(self.tx_open[i]),
+            m.d.comb += [r.flit_in.valid.eq(rx[i][0]), r.flit_in.payload.eq(rx[i][1]),
+                         s.credit_in.eq(tx_credit[i]), s.open.eq(tx_open[i]),
                          self.rx_credit[i].eq(r.credit_out),
                          s.slot.eq(buf.read_slot[i]), r.slot.eq(buf.read_slot[lane_rd + i])]
             if i:
@@ -171,12 +206,12 @@ class NetworkInterface(wiring.Component):
         error = Signal()
         cycles = Signal(32)
         active = Signal()   # running or starting: the engines own their table ports
-        m.d.comb += active.eq(running | self.start)
+        m.d.comb += active.eq(running | start)
         all_done = Signal()
         for eng in engines:
-            m.d.comb += eng.start.eq(self.start)
+            m.d.comb += eng.start.eq(start)
         for eng in receivers:
-            m.d.comb += eng.arm.eq(self.arm)
+            m.d.comb += eng.arm.eq(arm)
         done_bits = [eng.done for eng in engines]
         all_done_v = done_bits[0]
         for d in done_bits[1:]:
@@ -185,17 +220,17 @@ class NetworkInterface(wiring.Component):
         any_error = engines[0].error
         for eng in engines[1:]:
             any_error = any_error | eng.error
-        with m.If(self.start):
-            m.d.sync += [running.eq(1), done.eq(0), error.eq(0), cycles.eq(1)]
+        with m.If(start):
+            m.d[dom] += [running.eq(1), done.eq(0), error.eq(0), cycles.eq(1)]
             with m.If(arr.clearing):    # the counters are not cleared yet (hdl.arrivals)
-                m.d.sync += error.eq(1)
+                m.d[dom] += error.eq(1)
         with m.Else():
             with m.If(running):
-                m.d.sync += cycles.eq(cycles + 1)
+                m.d[dom] += cycles.eq(cycles + 1)
                 with m.If(all_done):
-                    m.d.sync += [running.eq(0), done.eq(1)]
+                    m.d[dom] += [running.eq(0), done.eq(1)]
             with m.If(any_error):
-                m.d.sync += error.eq(1)
+                m.d[dom] += error.eq(1)
 
         # Smallest step among unfinished engines.
         steps = []
@@ -215,7 +250,7 @@ class NetworkInterface(wiring.Component):
             steps = nxt
             level += 1
         step = Signal(STEP_BITS, init=(1 << STEP_BITS) - 1)
-        m.d.sync += step.eq(steps[0])
+        m.d[dom] += step.eq(steps[0])
         m.d.comb += [self.done.eq(done | (running & all_done)), self.error.eq(error),
                      self.cycles.eq(cycles), self.step.eq(step)]
 
@@ -231,7 +266,7 @@ class NetworkInterface(wiring.Component):
         for k, (chunk, count) in enumerate(readers):
             m.d.comb += [arr.chunk[k].eq(chunk), count.eq(arr.count[k])]
         m.d.comb += [arr.clear.eq(running & all_done), arr.enable.eq(running)]
-        m.d.comb += buf.restart.eq(self.start)
+        m.d.comb += buf.restart.eq(start)
 
         # --- host port ----------------------------------------------------------------------
         cmd = self.host_cmd.payload
@@ -279,15 +314,15 @@ class NetworkInterface(wiring.Component):
                 m.d.comb += [t.read[0].en.eq(~stall & ~cmd.write),
                              t.read[0].addr.eq(cmd.addr[:taw])]
         with m.If(~stall):
-            m.d.sync += [rsp_valid.eq(accept & ~cmd.write), rsp_target.eq(cmd.target),
+            m.d[dom] += [rsp_valid.eq(accept & ~cmd.write), rsp_target.eq(cmd.target),
                          rsp_engine.eq(cmd.engine)]
         # The host client's read data is that of a different bank every cycle: a response that
         # waits for host_rsp.ready keeps its flit in a register.
         fresh = Signal()
         held = Signal(cfg.flit_width)
-        m.d.sync += fresh.eq(accept & ~cmd.write)
+        m.d[dom] += fresh.eq(accept & ~cmd.write)
         with m.If(fresh):
-            m.d.sync += held.eq(host_rd.data)
+            m.d[dom] += held.eq(host_rd.data)
         m.d.comb += [self.host_rsp.valid.eq(rsp_valid),
                      self.host_rsp.payload.data.eq(Mux(fresh, host_rd.data, held))]
         with m.If(rsp_target == TARGET_TABLE):

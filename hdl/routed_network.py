@@ -170,6 +170,10 @@ class RoutedNetwork(Network):
         router parameter is bad (the message names it).
     """
 
+    #: The NIs take the routers' ejection and credits without a register (``RouterPort``).
+    REGISTERED_NIS = False
+    START_LATENCY = 0
+
     def __init__(self, topology, config, *, num_vcs=None, vc_buf_depth=None, credit_delay=1,
                  flow_control="wormhole"):
         self._router_args = dict(num_vcs=config.router_vcs if num_vcs is None else num_vcs,

@@ -228,6 +228,15 @@ class HardwareBuild(SimBuild):
             key["network_source"] = self.network_source
         return key
 
+    @property
+    def _start_latency(self) -> int:
+        """Cycles from the network's start to its NIs' (``Network.START_LATENCY``; 0 for a
+        ``network_source``, which counts from the start it is given)."""
+        if self.network_source is not None:
+            return 0
+        from hdl.generate import network_class  # noqa: PLC0415
+        return network_class(self.config).START_LATENCY
+
     def generate(self) -> str:
         if self.network_source is not None:
             return self.network_source
@@ -386,7 +395,8 @@ class HardwareBuild(SimBuild):
         result_file = run_dir / "result.json"
         progress_file = run_dir / "progress.json"
         params = {"num_nodes": self.topology.num_nodes, "step_width": STEP_BITS,
-                  "clock_period_ns": CLOCK_PERIOD_NS, "start_delay": harness.START_DELAY,
+                  "clock_period_ns": CLOCK_PERIOD_NS, "start_delay": (harness.START_DELAY
+                                                                  + self._start_latency),
                   "dump_timeout_cycles": DUMP_TIMEOUT_CYCLES,
                   "runs": runs_json,
                   "result_file": str(result_file), "progress_file": str(progress_file),

@@ -124,12 +124,14 @@ async def wait_done(ctx, net, max_cycles):
 
 
 def simulate_allreduce(topology, schedule, *, seed=0, max_cycles=5000, gap=0.0,
-                       backpressure=0.0, vcd=None, routed=False, vectors=None,
+                       backpressure=0.0, vcd=None, routed=False, vectors=None, start_at=None,
                        **config_overrides):
     """Run ``schedule`` on a simulated ``Network`` and check it against the golden executor.
 
     ``routed`` lowers for and builds a ``RoutedNetwork`` (NIs on routers). ``vectors`` (N, D)
     of the configuration's element type replace the default random int32 vectors.
+    ``start_at``: pulse ``start`` in this cycle from reset (not before the load is done), for
+    runs whose cycles depend on the phase of logic that runs from reset (link rate limiters).
 
     Returns
     -------
@@ -154,15 +156,24 @@ def simulate_allreduce(topology, schedule, *, seed=0, max_cycles=5000, gap=0.0,
     reads = [read_commands(config, lowered.buffer_flits) for _ in range(schedule.num_nodes)]
     out = {}
 
+    top = Module()      # the network and a count of the cycles from reset
+    top.submodules.net = net
+    now = Signal(32)
+    top.d.sync += now.eq(now + 1)
+
     async def bench(ctx):
         prng = random.Random(seed)
         await stream_commands(ctx, net, loads, rng=prng, gap=gap, backpressure=backpressure)
+        if start_at is not None:
+            assert ctx.get(now) <= start_at, f"the load took until cycle {ctx.get(now)}"
+            while ctx.get(now) < start_at:
+                await ctx.tick()
         out["cycles"] = await wait_done(ctx, net, max_cycles)
         rsps = await stream_commands(ctx, net, reads, rng=prng, gap=gap,
                                      backpressure=backpressure)
         out["flits"] = np.array([[flit_elements(config, w) for w in node] for node in rsps])
 
-    run_testbench(net, bench, vcd)
+    run_testbench(top, bench, vcd)
     result = lowered.unpack(out["flits"])
     expected = executor.execute(schedule, vectors)
     return result, expected, out["cycles"], config

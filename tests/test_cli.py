@@ -116,6 +116,8 @@ def test_sweep_writes_csv_and_plot(tmp_path, capsys):
     (["compare", "-t", "torus:4x4", "-s", "6"], "size 6B is not a whole number of 4-byte elements"),
     (["compare", "-t", "torus:4x4", "--link-latency", "-3"], "-3"),
     (["compare", "-t", "torus:4x4", "--link-bandwidth", "0"], "'0'"),
+    (["generate", "-t", "ring:4", "--link-latency", "wrap=0,default=3", "--out", "/tmp/x"],
+     "link 0->3 of ring:4 has 0 cycles; a link between NIs has at least 1"),
     (["compare", "-t", "fattree:2x3", "-a", "ring2d"], "ring2d"),
     (["schedule", "-t", "torus:4x4", "-a", "multitree", "--elements", "0"], "'0'"),
     (["schedule", "-t", "torus:4x4", "-a", "ring", "--out", "/nonexistent/x.json"], "/nonexistent"),

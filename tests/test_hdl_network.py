@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
+import hdl_host
+from allreduce_rtl.plan import hardware_topology
 from golden_model import executor
 from golden_model.algorithms import build_schedule
 from golden_model.lowering import Direction, lower
@@ -15,7 +17,9 @@ from golden_model.timing import TimingParams, simulate
 from golden_model.topology import parse_topology
 from hdl.config import network_config_for, rotation_slack
 from hdl.host import flit_elements, load_commands, read_commands
+from hdl.link import built_links
 from hdl.network import Network
+from hdl.rate import RATE_STEPS
 
 from hdl_host import (StallError, run_testbench, simulate_allreduce, stream_commands,
                       wait_done)
@@ -66,9 +70,15 @@ def test_allreduce_with_host_gaps_and_backpressure():
     np.testing.assert_array_equal(result, expected)
 
 
+#: The cycles from an NI's ``rx`` port to its logic (its input register, the link's last cycle):
+#: the probes below count a flit as in at the NI when the NI sees it.
+RX_REGISTER = int(Network.REGISTERED_NIS)
+
+
 def _run_custom(topo, schedule, config, mutate=None, max_cycles=400, probe=None):
     """Load ``schedule`` (optionally with rows changed by ``mutate(u, direction, port, rows)``),
-    run; ``probe(ctx, net, cycle)`` is called every cycle from the start pulse on."""
+    run; ``probe(ctx, net, cycle)`` is called every cycle from the NIs' start on (cycle 0:
+    ``Network.START_LATENCY`` cycles after the start pulse)."""
     lowered = lower(schedule, elements_per_flit=config.elems_per_flit)
     if mutate:
         for program in lowered.programs:
@@ -85,6 +95,9 @@ def _run_custom(topo, schedule, config, mutate=None, max_cycles=400, probe=None)
         await stream_commands(ctx, net, loads)
         if probe:
             ctx.set(net.start, 1)
+            for _ in range(net.START_LATENCY):  # cycle 0 below: the NIs act on the start
+                await ctx.tick()
+                ctx.set(net.start, 0)
             for cycle in range(max_cycles):
                 probe(ctx, net, cycle)
                 if ctx.get(net.done) and cycle > 0:
@@ -209,7 +222,7 @@ def test_full_rate_and_latencies_back_to_back(flow_control):
             if ctx.get(net.nodes[u].tx[0].valid):
                 tx[u].append(cycle)
             if ctx.get(net.nodes[u].rx[0].valid):
-                rx[u].append(cycle)
+                rx[u].append(cycle + RX_REGISTER)
 
     out = _run_custom(topo, schedule, config, probe=probe)
     total = chunks * (flits + 1)
@@ -239,7 +252,7 @@ def test_dependent_hop_latency():
 
     def probe(ctx, net, cycle):
         if ctx.get(net.nodes[1].rx[0].valid):
-            rx1.append(cycle)
+            rx1.append(cycle + RX_REGISTER)
         if ctx.get(net.nodes[1].tx[0].valid):
             tx1.append(cycle)
 
@@ -270,3 +283,40 @@ def test_allreduce_torus_4x4(algorithm, flow_control):
     np.testing.assert_array_equal(result, expected)
     model = simulate(schedule, NI_TIMING).cycles
     assert model <= cycles <= model + rotation_slack(config, lower(schedule))
+
+
+class _UnregisteredNetwork(Network):
+    """The same network with NIs that act on their inputs in the cycle they arrive and links
+    that are their whole latency (what Network was before its NIs registered their inputs)."""
+    REGISTERED_NIS = False
+    START_LATENCY = 0
+
+
+@pytest.mark.parametrize("latency, rate", [(1, 16), (3, 16), (5, 6)])
+def test_registered_inputs_keep_every_cycle(latency, rate, monkeypatch):
+    """An NI's input register is the last cycle of its links and of its start: a network whose
+    NIs register their inputs has every result and cycle count of one whose NIs do not (links
+    of one, three and five cycles; a rate-limited wrap link)."""
+    topo = parse_topology("ring:4")
+    schedule = build_schedule("multitree", topo, 4 * 4 * 7 + 3)
+    if rate < RATE_STEPS:       # every link `latency` cycles, the wrap link rate-limited
+        topo = hardware_topology(topo, network_config_for(lower(schedule), link_latency=latency))
+        for u, v in ((0, 3), (3, 0)):
+            topo.graph.edges[u, v]["rate"] = rate
+        assert built_links(topo, latency)[(0, 3)] == (latency, rate)
+    runs = {}
+    for cls in (Network, _UnregisteredNetwork):
+        monkeypatch.setattr(hdl_host, "Network", cls)
+        result, expected, cycles, _ = simulate_allreduce(topo, schedule, link_latency=latency,
+                                                         start_at=400)
+        assert np.array_equal(result, expected)
+        runs[cls] = cycles
+    assert runs[Network] == runs[_UnregisteredNetwork]
+
+
+def test_link_of_zero_cycles_is_refused():
+    """A link between NIs with registered inputs is at least their register's cycle."""
+    topo = parse_topology("ring:4")
+    config = network_config_for(lower(build_schedule("ring", topo, 16)), link_latency=0)
+    with pytest.raises(ValueError, match=r"link latency must be an integer in 1\.\.0, not 0"):
+        Network(topo, config)
