@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from golden_model.accuracy import accuracy
+from golden_model.accuracy import accuracy, exact_reference
 from golden_model.errors import ConfigError
 from golden_model.provenance import stamp
 from tb.runner import BuildError, HardwareBuild, RunSpec, long_runs_hierarchical
@@ -52,6 +52,8 @@ RESNET50_LAYERS = (
     ("ResNet-50 conv3_x 3x3 convolution (128x128x3x3)", 128 * 128 * 9),
     ("ResNet-50 conv2_x 3x3 convolution (64x64x3x3)", 64 * 64 * 9),
 )
+#: Seconds the other simulations wait for the longest one to start before they start anyway.
+LEADER_WAIT_S = 60.0
 #: Fixed-point scale: int32 value = round(gradient * 2^16).
 FIXED_POINT_SCALE = 1 << 16
 
@@ -195,8 +197,10 @@ def gradients(num_nodes, elements, seed=0):
     per-node noise (each worker's minibatch), both normal with std ``GRADIENT_STD``."""
     rng = np.random.default_rng(seed)
     common = rng.standard_normal(elements, dtype=np.float32) * np.float32(GRADIENT_STD)
-    noise = rng.standard_normal((num_nodes, elements), dtype=np.float32)
-    return common[None, :] + noise * np.float32(GRADIENT_STD)
+    grads = rng.standard_normal((num_nodes, elements), dtype=np.float32)
+    grads *= np.float32(GRADIENT_STD)     # in place: no temporaries of the whole array
+    grads += common[None, :]
+    return grads
 
 
 def to_fixed_point(grads, num_nodes, dtype=np.int32, scale=FIXED_POINT_SCALE):
@@ -299,8 +303,19 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_laten
     cycles_seen = {}
     lock = threading.Lock()
 
+    # With the C++ driver one simulation per algorithm, as many at once as there are cores
+    # (every run starts from reset, so its cycles are those it has in one simulation after the
+    # other). cocotb's runner (Icarus, --waves) keeps state in the build, so there one
+    # simulation runs them all, and one waveform holds every run.
+    groups = [[spec] for spec in specs] if build.driver is not None else [specs]
+    # The longest simulation prepares its files first; the others start once it simulates
+    # (their preparation then overlaps it instead of slowing it down).
+    leader = max(range(len(groups)), key=lambda k: sum(s.expected_cycles or 0 for s in groups[k]))
+    leader_running = threading.Event()
+
     def simulate(k, group):
         def on_progress(p):
+            leader_running.set()
             with lock:
                 cycles_seen[k] = int(p.get("cycle", 0))
                 if bar is not None:
@@ -308,29 +323,43 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_laten
                     bar.update(max(0, cyc - bar.n))
                     bar.set_postfix_str(f"{p.get('run', '')} {p.get('phase', '')}")
 
-        return build.run(group, name="demo-" + "-".join(s.name for s in group), seed=seed + 1,
-                         keep=waves, progress=on_progress, progress_slice=50_000,
-                         timeout_factor=3.0)
+        if k != leader:
+            leader_running.wait(LEADER_WAIT_S)
+        try:
+            return build.run(group, name="demo-" + "-".join(s.name for s in group),
+                             seed=seed + 1, keep=waves, progress=on_progress,
+                             progress_slice=50_000, timeout_factor=3.0)
+        finally:
+            leader_running.set()
 
-    # With the C++ driver one simulation per algorithm, as many at once as there are cores
-    # (every run starts from reset, so its cycles are those it has in one simulation after the
-    # other). cocotb's runner (Icarus, --waves) keeps state in the build, so there one
-    # simulation runs them all, and one waveform holds every run.
-    groups = [[spec] for spec in specs] if build.driver is not None else [specs]
+    first = [sum(map(len, groups[:k])) for k in range(len(groups))]   # index of each group's
+    results = [None] * len(specs)                                       # first run
+    verdicts, accuracies, reference = {}, {}, None
     t_sim = time.perf_counter()
     try:
         with concurrent.futures.ThreadPoolExecutor(min(len(groups), os.cpu_count() or 1)) as pool:
-            results = [r for rs in pool.map(simulate, range(len(groups)), groups) for r in rs]
+            order = sorted(range(len(groups)), key=lambda k: k != leader)    # leader first
+            futures = {pool.submit(simulate, k, groups[k]): k for k in order}
+            # Verify each simulation as it ends, while the others still run.
+            for fut in concurrent.futures.as_completed(futures):
+                k = futures[fut]
+                sim_seconds = time.perf_counter() - t_sim
+                for i, res in enumerate(fut.result(), start=first[k]):
+                    run = hw.runs[i]
+                    results[i] = res
+                    verdicts[run.algorithm] = check_run(res, run.schedule, vectors, etype,
+                                                        expected_cycles=run.expected_cycles)
+                    if etype.is_float and res.outputs is not None:
+                        if reference is None:
+                            reference = exact_reference(vectors, etype)
+                        accuracies[run.algorithm] = accuracy(
+                            res.outputs[0].astype(etype.dtype), vectors, etype, reference)
     finally:
         if bar is not None:
             bar.update(max(0, est_total - bar.n))
             bar.close()
-    sim_seconds = time.perf_counter() - t_sim
 
-    # Verify and compare.
-    verdicts = {run.algorithm: check_run(res, run.schedule, vectors, etype,
-                                         expected_cycles=run.expected_cycles)
-                for run, res in zip(hw.runs, results)}
+    verdicts = {run.algorithm: verdicts[run.algorithm] for run in hw.runs}
     ok = all(v.passed for v in verdicts.values())
     ring = verdicts["ring"]
     rows = []
@@ -360,7 +389,7 @@ def run_demo(*, topology, elements=None, sim="verilator", dtype=None, link_laten
         for row, res in zip(rows, results):
             if res.outputs is not None:
                 got = res.outputs.astype(etype.dtype)
-                row["accuracy"] = accuracy(got[0], vectors, etype)
+                row["accuracy"] = accuracies[row["algorithm"]]
                 row["nodes_bit_identical"] = bool(
                     (etype.to_bits(got) == etype.to_bits(got[:1])).all())
     elif mt.outputs is not None:

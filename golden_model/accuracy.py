@@ -13,6 +13,7 @@ rounded; a Fraction is rounded here by integer arithmetic). The ulp of a value x
 
 from __future__ import annotations
 
+import dataclasses
 import fractions
 import math
 
@@ -20,11 +21,13 @@ import numpy as np
 
 from .elements import element_type as _element_type
 
-__all__ = ["exact_sums", "exactly_rounded_sum", "ulp", "accuracy"]
+__all__ = ["exact_sums", "exactly_rounded_sum", "ulp", "accuracy", "ExactReference",
+           "exact_reference"]
 
 
 def exact_sums(values):
-    """Exact column sums of ``values`` ((N, D), any float type numpy can widen to float64 exactly).
+    """Exact column sums of ``values`` ((N, D), any float type numpy can widen to float64 exactly;
+    float64 is used as it is).
 
     Returns
     -------
@@ -32,7 +35,7 @@ def exact_sums(values):
         ``sums[j]`` is the exact sum where ``exact[j]``; elsewhere (a TwoSum error term was not
         zero) the float64 sum, and ``exact_fractions`` must be used.
     """
-    x = np.asarray(values).astype(np.float64)
+    x = np.asarray(values, dtype=np.float64)
     s = x[0].copy()
     exact = np.isfinite(s)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -74,17 +77,53 @@ def exactly_rounded_sum(values, element_type):
     """The exact sum of each column of ``values`` ((N, D) of a float element type) rounded once
     to the type: numpy.ndarray (D,) of its dtype. Columns with a non-finite input are summed as
     the golden add would not define them exactly; they are left as the float64 sum, rounded."""
-    t = _element_type(element_type)
-    sums, exact = exact_sums(values)
-    redo = np.nonzero(~exact & np.isfinite(np.asarray(values).astype(np.float64)).all(axis=0))[0]
+    x = np.asarray(values).astype(np.float64)
+    return _rounded(x, _element_type(element_type), *exact_sums(x))
+
+
+def _rounded(x, t, sums, exact):
+    """:func:`exactly_rounded_sum` of the float64 columns ``x`` with their :func:`exact_sums`."""
+    redo = np.nonzero(~exact & np.isfinite(x).all(axis=0))[0]
     if len(redo):
-        cols = np.asarray(values).astype(np.float64)[:, redo]
+        cols = x[:, redo]
         sums = sums.copy()
         for k, j in enumerate(redo.tolist()):
             q = sum((fractions.Fraction(v) for v in cols[:, k].tolist()), fractions.Fraction(0))
             sums[j] = _round_fraction(q, t)
     with np.errstate(over="ignore"):
         return sums.astype(t.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExactReference:
+    """What :func:`accuracy` compares a result with, computed once for the inputs
+    (:func:`exact_reference`).
+
+    Attributes
+    ----------
+    finite : numpy.ndarray (D,) bool
+        The elements whose inputs are all finite; the other arrays hold only those.
+    sums, exact : numpy.ndarray (F,) float64 and bool
+        :func:`exact_sums` of those elements.
+    rounded : numpy.ndarray (F,) of the element type's dtype
+        :func:`exactly_rounded_sum` of those elements.
+    """
+
+    finite: np.ndarray
+    sums: np.ndarray
+    exact: np.ndarray
+    rounded: np.ndarray
+
+
+def exact_reference(inputs, element_type):
+    """The :class:`ExactReference` of ``inputs`` ((N, D), a float element type)."""
+    t = _element_type(element_type)
+    x = np.asarray(inputs).astype(np.float64)
+    finite = np.isfinite(x).all(axis=0)
+    if not finite.all():
+        x = x[:, finite]
+    sums, exact = exact_sums(x)
+    return ExactReference(finite, sums, exact, _rounded(x, t, sums, exact))
 
 
 def ulp(x, element_type):
@@ -97,7 +136,7 @@ def ulp(x, element_type):
     return np.ldexp(1.0, (np.maximum(e, 1 - bias) - t.fraction_bits).astype(np.int64))
 
 
-def accuracy(result, inputs, element_type):
+def accuracy(result, inputs, element_type, reference=None):
     """Errors of an all-reduced vector against the exact sum of the inputs.
 
     Parameters
@@ -106,6 +145,9 @@ def accuracy(result, inputs, element_type):
         One node's result, in the element type.
     inputs : numpy.ndarray (N, D)
         Every node's input, in the element type.
+    reference : ExactReference, optional
+        ``exact_reference(inputs, element_type)``, when the caller has it (it is the costly
+        part: several results of one input share it).
 
     Returns
     -------
@@ -117,12 +159,9 @@ def accuracy(result, inputs, element_type):
         bit), over the elements whose inputs are all finite (``finite_elements``).
     """
     t = _element_type(element_type)
-    x = np.asarray(inputs)
-    finite = np.isfinite(x.astype(np.float64)).all(axis=0)
-    x = x[:, finite]
+    ref = exact_reference(inputs, t) if reference is None else reference
+    finite, sums, exact, rounded = ref.finite, ref.sums, ref.exact, ref.rounded
     got = np.asarray(result)[finite]
-    sums, exact = exact_sums(x)
-    rounded = exactly_rounded_sum(x, t)
     g = got.astype(np.float64)
     r = rounded.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
