@@ -5,7 +5,7 @@ the devices reduce them in client order and around their ring, and the workers p
 (golden_model.coarse.functional.synchronise), for shard orders that differ between workers."""
 
 import pytest
-from amaranth.hdl import Value
+from amaranth.hdl import ClockDomain, Module, Value
 
 from allreduce_rtl.plan import model_cycles
 from golden_model.coarse.config import parse_system
@@ -29,14 +29,24 @@ def run_system(scenario, seed=1, max_cycles=100_000, **host_args):
     ports = {"__".join(map(str, path)): Value.cast(value)
              for path, _, value in top.signature.flatten(top)}
 
+    # The cocotb modules' reset: three cycles of rst (the NIs, which register their reset,
+    # leave it a cycle after the rest, as in the Verilog).
+    bench_top = Module()
+    bench_top.domains.sync = sync = ClockDomain()
+    bench_top.submodules.system = top
+
     async def bench(ctx):
-        await ctx.tick().repeat(3)           # the cocotb modules' reset: three cycles
+        ctx.set(sync.rst, 1)
+        for _ in range(3):      # (a tick() in reset raises DomainReset: wait for the edges)
+            await ctx.posedge(sync.clk)
+        ctx.set(sync.rst, 0)
+        await ctx.tick()        # cocotb samples first at the falling edge after the next
         while not host.done and host.cycle < max_cycles:
             host.drive_ports(lambda name, value: ctx.set(ports[name], value))
             host.sample_ports(lambda name: ctx.get(ports[name]))
             await ctx.tick()
 
-    run_testbench(top, bench)
+    run_testbench(bench_top, bench)
     return host
 
 
