@@ -366,7 +366,7 @@ def _check_direct_links(built):
     shorter than a link between NIs can be (``hdl.network.Network``: the receiving NI's input
     register is the last cycle of every link)."""
     from hdl.network import Network  # noqa: PLC0415
-    lowest = int(Network.REGISTERED_NIS)
+    lowest = Network.NI_INPUT_CYCLES
     for u, v in built.links:
         if built.link_latency((u, v)) < lowest:
             raise ConfigError(f"link {built.label(u)}->{built.label(v)} of {built.spec} has "

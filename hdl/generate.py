@@ -13,7 +13,8 @@ from .ram import VERILOG_ARRAY, verilog_rams
 from .routed_network import RoutedNetwork
 from .router.network import shared_routers
 
-__all__ = ["to_verilog", "build_network", "network_class", "buffer_arrays", "TOP_MODULE", "NI_MODULE"]
+__all__ = ["to_verilog", "build_network", "network_class", "buffer_arrays", "TOP_MODULE",
+           "NI_MODULE"]
 
 #: Name of the top module in the generated Verilog.
 TOP_MODULE = "network"
@@ -53,7 +54,7 @@ def to_verilog(network, path=None, name=TOP_MODULE):
     with verilog_rams() as modules:
         if isinstance(network, Network):
             ni_text = verilog.convert(
-                NetworkInterface(network.config, registered_inputs=network.REGISTERED_NIS),
+                NetworkInterface(network.config, registered_inputs=bool(network.NI_INPUT_CYCLES)),
                 name=NI_MODULE, emit_src=False)
             with contextlib.ExitStack() as stack:
                 stack.enter_context(ni_instances(NI_MODULE))
@@ -97,7 +98,7 @@ def build_network(topology, config):
 
 def network_class(config):
     """The network top's class for ``config``: ``RoutedNetwork`` when ``config.routed``, else
-    ``Network`` (its ``START_LATENCY`` is what a test bench waits after ``start``)."""
+    ``Network`` (its ``NI_INPUT_CYCLES`` is what a test bench waits after ``start``)."""
     return RoutedNetwork if config.routed else Network
 
 

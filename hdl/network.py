@@ -110,14 +110,15 @@ class Network(wiring.Component):
 
     The NIs register their inputs (``NetworkInterface(registered_inputs=True)``), which the
     links count as their last cycle (``Link(registered_ends=True)``, so every link is at least
-    1 cycle) and the start as :attr:`START_LATENCY`: the NIs act on ``start`` one cycle after
+    1 cycle) and the start as :attr:`NI_INPUT_CYCLES`: the NIs act on ``start`` one cycle after
     it, ``cycles`` counts from then, and ``done`` reads 0 in between.
 
     Attributes
     ----------
-    START_LATENCY : int
-        Cycles from ``start`` (or ``node_start``) to the cycle the NIs act on it (as an NI's
-        start: ``hdl.ni``); a test bench that times a run waits them out.
+    NI_INPUT_CYCLES : int
+        Cycles of the NIs' input register (0: none): the least latency of a link, and the
+        cycles from ``start`` (or ``node_start``) to the cycle the NIs act on it (as an NI's
+        start: ``hdl.ni``), which a test bench that times a run waits out.
     nodes : list of NetworkInterface
         ``nodes[u]`` is node u's NI.
     links : dict
@@ -131,8 +132,7 @@ class Network(wiring.Component):
     """
 
     #: The NIs register their inputs (and so their start).
-    REGISTERED_NIS = True
-    START_LATENCY = 1
+    NI_INPUT_CYCLES = 1
 
     def __init__(self, topology, config):
         try:
@@ -146,7 +146,7 @@ class Network(wiring.Component):
         self._config = config
         n, fw = topology.num_nodes, config.flit_width
         #: The NIs, one per node (``nodes[u]``).
-        self.nodes = [NetworkInterface(config, registered_inputs=self.REGISTERED_NIS)
+        self.nodes = [NetworkInterface(config, registered_inputs=bool(self.NI_INPUT_CYCLES))
                       for _ in topology.nodes]
         super().__init__({
             "start": In(1),
@@ -179,7 +179,7 @@ class Network(wiring.Component):
         for (u, p), (v, _) in sorted(self._port_map.items()):
             (latency, rate), (back, _) = built[(u, v)], built[(v, u)]
             self.links[(u, p)] = Link(config, latency, back, rate,
-                                      registered_ends=self.REGISTERED_NIS)
+                                      registered_ends=bool(self.NI_INPUT_CYCLES))
 
     def _connect_fabric(self, m, nis):
         """Wire every NI port to the fabric (unused ports tied off); return extra error bits."""
@@ -215,8 +215,8 @@ class Network(wiring.Component):
         ni_module = _NI_MODULE.get()
         running = Signal()
         run_begin = Signal()    # the first start of a run: flits wait for their NI's start
-        # run_begin delayed 1..START_LATENCY cycles (the NIs act on it in the last)
-        pending = [Signal(name=f"run_begin_{k + 1}") for k in range(self.START_LATENCY)]
+        # run_begin delayed 1..NI_INPUT_CYCLES cycles (the NIs act on it in the last)
+        pending = [Signal(name=f"run_begin_{k + 1}") for k in range(self.NI_INPUT_CYCLES)]
         m.d.comb += run_begin.eq(self.start | (Cat(*self.node_start).any() & ~running
                                                & ~Cat(*pending).any()))
         m.d.sync += [later.eq(now) for now, later in zip([run_begin, *pending], pending)]

@@ -171,8 +171,7 @@ class RoutedNetwork(Network):
     """
 
     #: The NIs take the routers' ejection and credits without a register (``RouterPort``).
-    REGISTERED_NIS = False
-    START_LATENCY = 0
+    NI_INPUT_CYCLES = 0
 
     def __init__(self, topology, config, *, num_vcs=None, vc_buf_depth=None, credit_delay=1,
                  flow_control="wormhole"):

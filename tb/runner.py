@@ -230,12 +230,12 @@ class HardwareBuild(SimBuild):
 
     @property
     def _start_latency(self) -> int:
-        """Cycles from the network's start to its NIs' (``Network.START_LATENCY``; 0 for a
+        """Cycles from the network's start to its NIs' (``Network.NI_INPUT_CYCLES``; 0 for a
         ``network_source``, which counts from the start it is given)."""
         if self.network_source is not None:
             return 0
         from hdl.generate import network_class  # noqa: PLC0415
-        return network_class(self.config).START_LATENCY
+        return network_class(self.config).NI_INPUT_CYCLES
 
     def generate(self) -> str:
         if self.network_source is not None:

@@ -72,13 +72,13 @@ def test_allreduce_with_host_gaps_and_backpressure():
 
 #: The cycles from an NI's ``rx`` port to its logic (its input register, the link's last cycle):
 #: the probes below count a flit as in at the NI when the NI sees it.
-RX_REGISTER = int(Network.REGISTERED_NIS)
+RX_REGISTER = Network.NI_INPUT_CYCLES
 
 
 def _run_custom(topo, schedule, config, mutate=None, max_cycles=400, probe=None):
     """Load ``schedule`` (optionally with rows changed by ``mutate(u, direction, port, rows)``),
     run; ``probe(ctx, net, cycle)`` is called every cycle from the NIs' start on (cycle 0:
-    ``Network.START_LATENCY`` cycles after the start pulse)."""
+    ``Network.NI_INPUT_CYCLES`` cycles after the start pulse)."""
     lowered = lower(schedule, elements_per_flit=config.elems_per_flit)
     if mutate:
         for program in lowered.programs:
@@ -95,7 +95,7 @@ def _run_custom(topo, schedule, config, mutate=None, max_cycles=400, probe=None)
         await stream_commands(ctx, net, loads)
         if probe:
             ctx.set(net.start, 1)
-            for _ in range(net.START_LATENCY):  # cycle 0 below: the NIs act on the start
+            for _ in range(net.NI_INPUT_CYCLES):  # cycle 0 below: the NIs act on the start
                 await ctx.tick()
                 ctx.set(net.start, 0)
             for cycle in range(max_cycles):
@@ -288,8 +288,7 @@ def test_allreduce_torus_4x4(algorithm, flow_control):
 class _UnregisteredNetwork(Network):
     """The same network with NIs that act on their inputs in the cycle they arrive and links
     that are their whole latency (what Network was before its NIs registered their inputs)."""
-    REGISTERED_NIS = False
-    START_LATENCY = 0
+    NI_INPUT_CYCLES = 0
 
 
 @pytest.mark.parametrize("latency, rate", [(1, 16), (3, 16), (5, 6)])
