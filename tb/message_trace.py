@@ -1,0 +1,245 @@
+"""A monitor of every message of a routed all-reduce: when it entered the network and when it
+left it, cycle by cycle in the Amaranth simulator, lined up with the timing model.
+
+``trace_routed(plan, run)`` loads a ``HardwarePlan``'s run into a ``RoutedNetwork`` (the plan's
+configuration; router parameters may be overridden), starts it and records, at every
+``RouterPort``, the cycles (counted from the NIs' start, as the ``cycles`` output) of each
+message's head and tail on the injection stream (``inject``: what the NI's send engine got into
+the network) and on the ejection stream (``eject``: what the router delivered to the NI). Each
+message is matched to its schedule transfer by the head's ``src``/``dest`` terminals and the
+``HeadInfo`` ``chunk`` and ``step`` fields, and given the timing model's ``start`` and
+``finish`` of that transfer (``golden_model.timing.simulate`` with the plan's timing).
+
+``critical_chain(trace)`` walks back from the last message to leave the network: at each message
+the later of (a) its inputs' last ejection (a dependency) and (b) the previous message its NI
+port injected (the send engine walks its table in order) is the one that held it; the chain is
+the RTL's critical path, each link named by what bound it.
+
+The Amaranth simulator runs a 16-node routed network at a few hundred to a few thousand cycles
+per second: a diagnostic for small vectors (scripts/routed_trace.py), not for the demos.
+"""
+
+import dataclasses
+
+import numpy as np
+from amaranth.hdl import Module
+from amaranth.sim import Simulator
+
+from golden_model.timing import simulate
+from hdl.flit import HeadInfo
+from hdl.host import load_commands
+from hdl.routed_network import RoutedNetwork
+from hdl.router.flit import FlitKind
+
+__all__ = ["MessageTimes", "MessageTrace", "trace_routed", "critical_chain"]
+
+_HEAD = (FlitKind.HEAD.value, FlitKind.HEAD_TAIL.value)
+_TAIL = (FlitKind.TAIL.value, FlitKind.HEAD_TAIL.value)
+
+
+@dataclasses.dataclass(frozen=True)
+class MessageTimes:
+    """One transfer of the schedule, in the RTL and in the timing model (cycles from the NIs'
+    start).
+
+    Attributes
+    ----------
+    index : int
+        Position in ``schedule.transfers()`` order.
+    step, src, dst, chunk : int
+    flits : int
+        Flits of the message, head included.
+    inject_head, inject_tail : int
+        Cycles the head and the tail were accepted on the source's injection stream.
+    eject_head, eject_tail : int
+        Cycles the head and the tail left the destination's ejection stream.
+    model_start, model_finish : int
+        The timing model's start (the head takes its first link) and finish of the transfer.
+    """
+    index: int
+    step: int
+    src: int
+    dst: int
+    chunk: int
+    flits: int
+    inject_head: int
+    inject_tail: int
+    eject_head: int
+    eject_tail: int
+    model_start: int
+    model_finish: int
+
+
+@dataclasses.dataclass(frozen=True)
+class MessageTrace:
+    """Every message of one routed run.
+
+    Attributes
+    ----------
+    messages : tuple of MessageTimes
+        In schedule order.
+    rtl_cycles : int
+        The network's ``cycles`` output.
+    model_cycles : int
+        The timing model's cycles (the plan's expected cycles).
+    """
+    messages: tuple
+    rtl_cycles: int
+    model_cycles: int
+
+
+async def _load(ctx, net, commands):
+    """Stream ``commands[u]`` into node u's ``host_cmd``, every node at once, no gaps."""
+    pos = [0] * len(commands)
+    while any(p < len(c) for p, c in zip(pos, commands)):
+        for u, c in enumerate(commands):
+            ctx.set(net.host_cmd[u].valid, pos[u] < len(c))
+            if pos[u] < len(c):
+                ctx.set(net.host_cmd[u].payload.as_value(), c[pos[u]])
+        taken = [pos[u] < len(c) and ctx.get(net.host_cmd[u].ready)
+                 for u, c in enumerate(commands)]
+        await ctx.tick()
+        pos = [p + t for p, t in zip(pos, taken)]
+    for u in range(len(commands)):
+        ctx.set(net.host_cmd[u].valid, 0)
+
+
+def _field(payload, name):
+    layout = HeadInfo.as_shape()
+    f = layout[name]
+    return (payload >> (32 + f.offset)) & ((1 << f.width) - 1)
+
+
+def trace_routed(plan, run, *, max_cycles=200_000, **router_args):
+    """Run ``run`` (a ``PlannedRun`` of ``plan``) on the plan's routed network in the Amaranth
+    simulator and record every message (module docstring).
+
+    Parameters
+    ----------
+    plan : allreduce_rtl.plan.HardwarePlan
+        A routed plan (``plan.routed``).
+    run : allreduce_rtl.plan.PlannedRun
+    max_cycles : int
+        Cycles to wait for ``done`` after the start.
+    **router_args
+        ``RoutedNetwork`` router parameters (``num_vcs``, ``vc_buf_depth``, ``flow_control``)
+        in place of the plan's.
+
+    Returns
+    -------
+    MessageTrace
+
+    Raises
+    ------
+    ValueError
+        If the plan is not routed.
+    RuntimeError
+        If the network raises ``error``, does not finish within ``max_cycles``, or a message
+        cannot be matched to exactly one transfer.
+    """
+    if not plan.routed:
+        raise ValueError("trace_routed needs a routed plan (NIs on routers)")
+    cfg, topo, lowered = plan.config, plan.hardware_topology, run.lowered
+    net = RoutedNetwork(topo, cfg, **router_args)
+    n = topo.num_nodes
+    vectors = np.zeros((n, run.elements), dtype=cfg.element_type.dtype)
+    packed = lowered.pack(vectors)
+    loads = [load_commands(cfg, lowered, u, packed[u]) for u in range(n)]
+    top = Module()
+    top.submodules.net = net
+    seen, out = [], {}
+
+    async def bench(ctx):
+        await _load(ctx, net, loads)
+        ctx.set(net.start, 1)
+        await ctx.tick()
+        ctx.set(net.start, 0)
+        ports = sorted(net.ports.items())
+        for t in range(max_cycles):
+            if ctx.get(net.done):
+                break
+            for (u, _), rp in ports:
+                for side, stream in (("inject", rp.inject), ("eject", rp.eject)):
+                    if ctx.get(stream.valid) and ctx.get(stream.ready):
+                        seen.append((side, u, t, ctx.get(stream.payload.kind).value,
+                                     int(ctx.get(stream.payload.payload))))
+            await ctx.tick()
+        else:
+            raise RuntimeError(f"the routed network did not finish within {max_cycles} cycles")
+        if ctx.get(net.error):
+            raise RuntimeError("the routed network raised error")
+        out["cycles"] = ctx.get(net.cycles)
+
+    sim = Simulator(top)
+    sim.add_clock(1e-9)
+    sim.add_testbench(bench)
+    sim.run()
+    return _match(plan, run, seen, out["cycles"], net.terminal_ports)
+
+
+def _match(plan, run, seen, rtl_cycles, c):
+    """MessageTrace from the recorded handshakes ``seen``: (side, node, cycle, kind, payload)."""
+    current, times = {}, {}
+    for side, u, t, kind, payload in seen:
+        if kind in _HEAD:
+            key = ((payload >> 10) & 0x3FF, payload & 0x3FF, _field(payload, "chunk"),
+                   _field(payload, "step"))
+            current[(side, u)] = key
+            times.setdefault(key, {})[side + "_head"] = t
+        if kind in _TAIL:
+            times[current[(side, u)]][side + "_tail"] = t
+    schedule = dataclasses.replace(run.schedule, topology=plan.hardware_topology)
+    model = simulate(schedule, plan.timing, run.lowered.staged if plan.config.loopback else ())
+    sizes = np.diff(run.schedule.bounds)
+    messages = []
+    for i, (step, t) in enumerate((s, t) for s, st in enumerate(run.schedule.steps) for t in st):
+        found = [k for k in times if k[0] // c == t.src and k[1] // c == t.dst
+                 and k[3] == step and k[2] == t.chunk]
+        if len(found) != 1 or len(times[found[0]]) != 4:
+            raise RuntimeError(f"transfer {i} ({t.src}->{t.dst}, chunk {t.chunk}, step {step}) "
+                               f"matched {len(found)} messages")
+        m = times[found[0]]
+        flits = -(-int(sizes[t.chunk]) // plan.config.elems_per_flit) + 1
+        messages.append(MessageTimes(i, step, t.src, t.dst, t.chunk, flits,
+                                     m["inject_head"], m["inject_tail"], m["eject_head"],
+                                     m["eject_tail"], int(model.start[i]),
+                                     int(model.finish[i])))
+    return MessageTrace(tuple(messages), int(rtl_cycles), run.expected_cycles)
+
+
+def critical_chain(trace):
+    """The RTL's critical path through ``trace`` (module docstring), first message first.
+
+    Returns
+    -------
+    list of (MessageTimes, str)
+        Each message and what held it: ``"inputs"`` (its last input's ejection came after its
+        NI port's previous injection), ``"port"`` (the reverse) or ``"start"`` (neither).
+    """
+    msgs = trace.messages
+    into, prev_on_port = {}, {}
+    for m in msgs:
+        into.setdefault((m.dst, m.chunk), []).append(m)
+    by_src = {}
+    for m in sorted(msgs, key=lambda m: m.inject_head):
+        by_src.setdefault(m.src, []).append(m)
+    for lst in by_src.values():
+        for a, b in zip(lst, lst[1:]):
+            prev_on_port[b.index] = a
+    chain = []
+    m = max(msgs, key=lambda m: m.eject_tail)
+    while m is not None:
+        inputs = [q for q in into.get((m.src, m.chunk), ()) if q.index < m.index]
+        last_input = max(inputs, key=lambda q: q.eject_tail) if inputs else None
+        prev = prev_on_port.get(m.index)
+        if prev is not None and (last_input is None
+                                 or prev.inject_tail >= last_input.eject_tail):
+            chain.append((m, "port"))
+            m = prev
+        elif last_input is not None:
+            chain.append((m, "inputs"))
+            m = last_input
+        else:
+            chain.append((m, "start"))
+            m = None
+    return chain[::-1]
