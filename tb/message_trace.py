@@ -7,8 +7,10 @@ configuration; router parameters may be overridden), starts it and records, at e
 message's head and tail on the injection stream (``inject``: what the NI's send engine got into
 the network) and on the ejection stream (``eject``: what the router delivered to the NI). Each
 message is matched to its schedule transfer by the head's ``src``/``dest`` terminals and the
-``HeadInfo`` ``chunk`` and ``step`` fields, and given the timing model's ``start`` and
-``finish`` of that transfer (``golden_model.timing.simulate`` with the plan's timing).
+``HeadInfo`` ``step`` (and ``chunk``) fields, and given the timing model's ``start`` and
+``finish`` of that transfer (``golden_model.timing.simulate`` with the plan's timing). For a float
+type's staged transfers (``golden_model.lowering``) the model's finish is their add through the
+loopback port; the trace has their ejection.
 
 ``critical_chain(trace)`` walks back from the last message to leave the network: at each message
 the later of (a) its inputs' last ejection (a dependency) and (b) the previous message its NI
@@ -193,8 +195,10 @@ def _match(plan, run, seen, rtl_cycles, c):
     sizes = np.diff(run.schedule.bounds)
     messages = []
     for i, (step, t) in enumerate((s, t) for s, st in enumerate(run.schedule.steps) for t in st):
-        found = [k for k in times if k[0] // c == t.src and k[1] // c == t.dst
-                 and k[3] == step and k[2] == t.chunk]
+        # a staged transfer's head names its staging slot's counter, not the chunk
+        found = [k for k in times if k[0] // c == t.src and k[1] // c == t.dst and k[3] == step]
+        if len(found) > 1:
+            found = [k for k in found if k[2] == t.chunk]
         if len(found) != 1 or len(times[found[0]]) != 4:
             raise RuntimeError(f"transfer {i} ({t.src}->{t.dst}, chunk {t.chunk}, step {step}) "
                                f"matched {len(found)} messages")

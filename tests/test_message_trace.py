@@ -18,9 +18,9 @@ LATENCY = 4
 
 
 @functools.cache
-def _trace(spec, algorithm, elements=13):
+def _trace(spec, algorithm, dtype="int32", elements=13):
     topo = parse_topology(spec, link_latency=LATENCY)
-    plan = plan_hardware(topo, [algorithm], [elements], dtype="int32", link_latency=LATENCY,
+    plan = plan_hardware(topo, [algorithm], [elements], dtype=dtype, link_latency=LATENCY,
                          router=True)
     return plan, trace_routed(plan, plan.runs[0])
 
@@ -42,9 +42,12 @@ def test_ring_messages_take_the_zero_load_latency():
     assert trace.model_cycles == plan.runs[0].expected_cycles
 
 
-@pytest.mark.parametrize("spec", ["fattree:2x2", "bigraph:2x2"])
-def test_multitree_latencies_and_critical_path(spec):
-    plan, trace = _trace(spec, "multitree")
+@pytest.mark.parametrize("spec, dtype", [("fattree:2x2", "int32"), ("bigraph:2x2", "int32"),
+                                         # staged reductions: heads name staging slots
+                                         ("fattree:2x2", "float32")])
+def test_multitree_latencies_and_critical_path(spec, dtype):
+    plan, trace = _trace(spec, "multitree", dtype)
+    assert len(trace.messages) == sum(len(s) for s in plan.runs[0].schedule.steps)
     for m in trace.messages:
         assert m.eject_tail - m.inject_head >= _zero_load(plan, m)
         assert m.inject_tail - m.inject_head >= m.flits - 1
