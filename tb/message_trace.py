@@ -14,7 +14,7 @@ loopback port; the trace has their ejection.
 
 ``critical_chain(trace)`` walks back from the last message to leave the network: at each message
 the later of (a) its inputs' last ejection (a dependency) and (b) the previous message its NI
-port injected (the send engine walks its table in order) is the one that held it; the chain is
+port (``MessageTimes.port``) injected (the send engine walks its table in order) is the one that held it; the chain is
 the RTL's critical path, each link named by what bound it.
 
 The Amaranth simulator runs a 16-node routed network at a few hundred to a few thousand cycles
@@ -49,6 +49,8 @@ class MessageTimes:
     index : int
         Position in ``schedule.transfers()`` order.
     step, src, dst, chunk : int
+    port : int
+        The source's NI port that sent it (its router terminal ``src * ports + port``).
     flits : int
         Flits of the message, head included.
     inject_head, inject_tail : int
@@ -63,6 +65,7 @@ class MessageTimes:
     src: int
     dst: int
     chunk: int
+    port: int
     flits: int
     inject_head: int
     inject_tail: int
@@ -134,13 +137,15 @@ def trace_routed(plan, run, *, max_cycles=200_000, **router_args):
     Raises
     ------
     ValueError
-        If the plan is not routed.
+        If the plan is not routed or ``max_cycles`` is not a positive integer.
     RuntimeError
         If the network raises ``error``, does not finish within ``max_cycles``, or a message
         cannot be matched to exactly one transfer.
     """
     if not plan.routed:
         raise ValueError("trace_routed needs a routed plan (NIs on routers)")
+    if isinstance(max_cycles, bool) or not isinstance(max_cycles, int) or max_cycles < 1:
+        raise ValueError(f"max_cycles must be a positive integer, not {max_cycles!r}")
     cfg, topo, lowered = plan.config, plan.hardware_topology, run.lowered
     net = RoutedNetwork(topo, cfg, **router_args)
     n = topo.num_nodes
@@ -160,10 +165,10 @@ def trace_routed(plan, run, *, max_cycles=200_000, **router_args):
         for t in range(max_cycles):
             if ctx.get(net.done):
                 break
-            for (u, _), rp in ports:
+            for (u, p), rp in ports:
                 for side, stream in (("inject", rp.inject), ("eject", rp.eject)):
                     if ctx.get(stream.valid) and ctx.get(stream.ready):
-                        seen.append((side, u, t, ctx.get(stream.payload.kind).value,
+                        seen.append((side, (u, p), t, ctx.get(stream.payload.kind).value,
                                      int(ctx.get(stream.payload.payload))))
             await ctx.tick()
         else:
@@ -180,31 +185,60 @@ def trace_routed(plan, run, *, max_cycles=200_000, **router_args):
 
 
 def _match(plan, run, seen, rtl_cycles, c):
-    """MessageTrace from the recorded handshakes ``seen``: (side, node, cycle, kind, payload)."""
-    current, times = {}, {}
-    for side, u, t, kind, payload in seen:
+    """MessageTrace from the recorded handshakes ``seen``: (side, (node, port), cycle, kind,
+    payload); ``c`` terminals per node."""
+    current, times = {}, []
+    for side, port, t, kind, payload in seen:
         if kind in _HEAD:
-            key = ((payload >> 10) & 0x3FF, payload & 0x3FF, _field(payload, "chunk"),
-                   _field(payload, "step"))
-            current[(side, u)] = key
-            times.setdefault(key, {})[side + "_head"] = t
+            if side == "inject":
+                msg = {"src": (payload >> 10) & 0x3FF, "dst": payload & 0x3FF,
+                       "chunk": _field(payload, "chunk"), "step": _field(payload, "step"),
+                       "port": port[1]}
+                times.append(msg)
+            else:
+                head = ((payload >> 10) & 0x3FF, payload & 0x3FF, _field(payload, "chunk"),
+                        _field(payload, "step"))
+                msg = next((m for m in times if "eject_head" not in m
+                            and (m["src"], m["dst"], m["chunk"], m["step"]) == head), None)
+                if msg is None:
+                    raise RuntimeError(f"a message left the network at cycle {t} that never "
+                                       f"entered it (head {head}; a monitor error)")
+            current[(side, port)] = msg
+            msg[side + "_head"] = t
         if kind in _TAIL:
-            times[current[(side, u)]][side + "_tail"] = t
+            current[(side, port)][side + "_tail"] = t
+    # Messages of one (source, destination, step) to their transfers: by chunk where the heads
+    # name the chunks, else in injection order (a staged transfer's head names its staging
+    # slot's counter; each NI port sends its table in schedule order).
+    groups = {}
+    for m in sorted(times, key=lambda m: m["inject_head"]):
+        groups.setdefault((m["src"] // c, m["dst"] // c, m["step"]), []).append(m)
+    transfers = [(s, t) for s, st in enumerate(run.schedule.steps) for t in st]
+    wanted = {}
+    for i, (step, t) in enumerate(transfers):
+        wanted.setdefault((t.src, t.dst, step), []).append(i)
+    pick = {}
+    for key, idx in wanted.items():
+        msgs = groups.get(key, [])
+        if len(msgs) != len(idx) or any(len(m) != 9 for m in msgs):
+            raise RuntimeError(f"the trace has {len(msgs)} whole messages from node {key[0]} to "
+                               f"node {key[1]} in step {key[2]} where the schedule has "
+                               f"{len(idx)} transfers (a monitor error)")
+        if sorted(m["chunk"] for m in msgs) == sorted(transfers[i][1].chunk for i in idx):
+            left = list(msgs)
+            for i in idx:
+                pick[i] = left.pop(next(k for k, m in enumerate(left)
+                                        if m["chunk"] == transfers[i][1].chunk))
+        else:
+            pick.update(zip(idx, msgs))
     schedule = dataclasses.replace(run.schedule, topology=plan.hardware_topology)
     model = simulate(schedule, plan.timing, run.lowered.staged if plan.config.loopback else ())
     sizes = np.diff(run.schedule.bounds)
     messages = []
-    for i, (step, t) in enumerate((s, t) for s, st in enumerate(run.schedule.steps) for t in st):
-        # a staged transfer's head names its staging slot's counter, not the chunk
-        found = [k for k in times if k[0] // c == t.src and k[1] // c == t.dst and k[3] == step]
-        if len(found) > 1:
-            found = [k for k in found if k[2] == t.chunk]
-        if len(found) != 1 or len(times[found[0]]) != 4:
-            raise RuntimeError(f"transfer {i} ({t.src}->{t.dst}, chunk {t.chunk}, step {step}) "
-                               f"matched {len(found)} messages")
-        m = times[found[0]]
+    for i, (step, t) in enumerate(transfers):
+        m = pick[i]
         flits = -(-int(sizes[t.chunk]) // plan.config.elems_per_flit) + 1
-        messages.append(MessageTimes(i, step, t.src, t.dst, t.chunk, flits,
+        messages.append(MessageTimes(i, step, t.src, t.dst, t.chunk, m["port"], flits,
                                      m["inject_head"], m["inject_tail"], m["eject_head"],
                                      m["eject_tail"], int(model.start[i]),
                                      int(model.finish[i])))
@@ -224,10 +258,10 @@ def critical_chain(trace):
     into, prev_on_port = {}, {}
     for m in msgs:
         into.setdefault((m.dst, m.chunk), []).append(m)
-    by_src = {}
+    by_port = {}
     for m in sorted(msgs, key=lambda m: m.inject_head):
-        by_src.setdefault(m.src, []).append(m)
-    for lst in by_src.values():
+        by_port.setdefault((m.src, m.port), []).append(m)
+    for lst in by_port.values():
         for a, b in zip(lst, lst[1:]):
             prev_on_port[b.index] = a
     chain = []

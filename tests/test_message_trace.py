@@ -42,11 +42,14 @@ def test_ring_messages_take_the_zero_load_latency():
     assert trace.model_cycles == plan.runs[0].expected_cycles
 
 
-@pytest.mark.parametrize("spec, dtype", [("fattree:2x2", "int32"), ("bigraph:2x2", "int32"),
-                                         # staged reductions: heads name staging slots
-                                         ("fattree:2x2", "float32")])
-def test_multitree_latencies_and_critical_path(spec, dtype):
-    plan, trace = _trace(spec, "multitree", dtype)
+@pytest.mark.parametrize("spec, algorithm, dtype", [
+    ("fattree:2x2", "multitree", "int32"), ("bigraph:2x2", "multitree", "int32"),
+    # several NI ports per node, several messages in flight on one node
+    ("torus:2x2", "dbtree", "int32"), ("mesh:2x2", "multitree-opt", "int32"),
+    # staged reductions: heads name staging slots, two per step to one node
+    ("fattree:2x2", "multitree", "float32"), ("fattree:2x2", "halving-doubling", "float32")])
+def test_latencies_and_critical_path(spec, algorithm, dtype):
+    plan, trace = _trace(spec, algorithm, dtype)
     assert len(trace.messages) == sum(len(s) for s in plan.runs[0].schedule.steps)
     for m in trace.messages:
         assert m.eject_tail - m.inject_head >= _zero_load(plan, m)
@@ -56,7 +59,7 @@ def test_multitree_latencies_and_critical_path(spec, dtype):
     assert chain[0][1] == "start"
     for (a, _), (b, why) in zip(chain, chain[1:]):
         if why == "port":
-            assert (a.src, a.inject_tail) < (b.src, b.inject_head) and a.src == b.src
+            assert (a.src, a.port) == (b.src, b.port) and a.inject_tail < b.inject_head
         else:
             assert why == "inputs"
             assert (a.dst, a.chunk) == (b.src, b.chunk) and a.eject_tail < b.inject_head
@@ -81,9 +84,16 @@ def _script():
     (["--elements", "-3"], "element count must be a positive integer"),
     (["-t", "ring:4"], "ring:4 has no router network"),
     (["--json", "/nonexistent-folder/x.json"], "its folder does not exist"),
+    (["--json", "/"], "is not a file name"),
+    (["--max-cycles", "0"], "--max-cycles must be a positive number"),
+    (["--flow-control", "store"], "invalid choice: 'store'"),
 ])
 def test_script_bad_input_is_one_line_and_exit_2(argv, message, capsys):
-    assert _script().main(argv) == 2
+    try:
+        code = _script().main(argv)
+    except SystemExit as exc:     # argparse's own errors
+        code = exc.code
+    assert code == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
 
