@@ -176,13 +176,20 @@ def choice_timing(element_bytes) -> TimingParams:
                         message_gap=NI_MESSAGE_GAP)
 
 
-def model_cycles(schedule, config, **overrides) -> int:
-    """Cycles ``golden_model.timing.simulate`` predicts for ``schedule`` on the hardware of
-    ``config`` (``overrides`` replace ``TimingParams`` fields)."""
+def model_timing(schedule, config, **overrides):
+    """``golden_model.timing.simulate`` of ``schedule`` on the hardware of ``config`` (its links,
+    its timing, its staged transfers; ``overrides`` replace ``TimingParams`` fields): a
+    ``TimingResult`` with every transfer's start and finish."""
     topo = hardware_topology(schedule.topology, config)
     staged = lower(schedule, **_lowering_args(config)).staged if config.loopback else ()
     return simulate(dataclasses.replace(schedule, topology=topo),
-                    hardware_timing(config, topo, **overrides), staged).cycles
+                    hardware_timing(config, topo, **overrides), staged)
+
+
+def model_cycles(schedule, config, **overrides) -> int:
+    """Cycles ``golden_model.timing.simulate`` predicts for ``schedule`` on the hardware of
+    ``config`` (``overrides`` replace ``TimingParams`` fields; ``model_timing``)."""
+    return model_timing(schedule, config, **overrides).cycles
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from allreduce_rtl.plan import plan_hardware  # noqa: E402
+from allreduce_rtl.plan import model_timing, plan_hardware  # noqa: E402
 from golden_model.errors import ConfigError  # noqa: E402
 from golden_model.topology import parse_topology  # noqa: E402
-from hdl.router.network import ROUTER_KINDS, routed_families  # noqa: E402
+from hdl.routed_network import check_routable  # noqa: E402
 from tb.message_trace import critical_chain, trace_routed  # noqa: E402
 
 
@@ -84,15 +84,12 @@ def main(argv=None):
     try:
         json_path = None if args.json is None else _json_target(args.json)
         topo = parse_topology(args.topology, link_latency=args.link_latency)
-        if getattr(topo, "router_kind", None) not in ROUTER_KINDS:
-            raise ConfigError(f"{topo.spec} has no router network (routers exist for "
-                              f"{routed_families()})")
+        check_routable(topo, why="a routed trace needs routers, and")
         plan = plan_hardware(topo, [args.algorithm], [args.elements], dtype=args.dtype,
                              link_latency=args.link_latency, router=True)
-        if args.max_cycles < 1:
-            raise ConfigError(f"--max-cycles must be a positive number of cycles, not "
-                              f"{args.max_cycles}")
-        trace = trace_routed(plan, plan.runs[0], max_cycles=args.max_cycles, **router_args)
+        run = plan.runs[0]
+        trace = trace_routed(plan, run, model_timing(run.schedule, plan.config),
+                             max_cycles=args.max_cycles, **router_args)
     except (ConfigError, ValueError) as exc:
         print(f"routed_trace: {exc}", file=sys.stderr)
         return 2

@@ -1,42 +1,46 @@
 """A monitor of every message of a routed all-reduce: when it entered the network and when it
 left it, cycle by cycle in the Amaranth simulator, lined up with the timing model.
 
-``trace_routed(plan, run)`` loads a ``HardwarePlan``'s run into a ``RoutedNetwork`` (the plan's
-configuration; router parameters may be overridden), starts it and records, at every
+``trace_routed(plan, run, model)`` loads a ``HardwarePlan``'s run into a ``RoutedNetwork`` (the
+plan's configuration; router parameters may be overridden), starts it and records, at every
 ``RouterPort``, the cycles (counted from the NIs' start, as the ``cycles`` output) of each
 message's head and tail on the injection stream (``inject``: what the NI's send engine got into
 the network) and on the ejection stream (``eject``: what the router delivered to the NI). Each
 message is matched to its schedule transfer by the head's ``src``/``dest`` terminals and the
 ``HeadInfo`` ``step`` (and ``chunk``) fields, and given the timing model's ``start`` and
-``finish`` of that transfer (``golden_model.timing.simulate`` with the plan's timing). For a float
+``finish`` of that transfer (``model``: ``allreduce_rtl.plan.model_timing``, which the caller
+passes in, as the testbenches do not import the command line's package). For a float
 type's staged transfers (``golden_model.lowering``) the model's finish is their add through the
 loopback port; the trace has their ejection.
 
 ``critical_chain(trace)`` walks back from the last message to leave the network: at each message
 the later of (a) its inputs' last ejection (a dependency) and (b) the previous message its NI
-port (``MessageTimes.port``) injected (the send engine walks its table in order) is the one that held it; the chain is
-the RTL's critical path, each link named by what bound it.
+port (``MessageTimes.port``) injected (the send engine walks its table in order) is the one that
+held it; the chain is the RTL's critical path, each link named by what bound it.
 
 The Amaranth simulator runs a 16-node routed network at a few hundred to a few thousand cycles
 per second: a diagnostic for small vectors (scripts/routed_trace.py), not for the demos.
 """
 
 import dataclasses
+from collections import deque
 
 import numpy as np
 from amaranth.hdl import Module
 from amaranth.sim import Simulator
 
-from golden_model.timing import simulate
 from hdl.flit import HeadInfo
 from hdl.host import load_commands
 from hdl.routed_network import RoutedNetwork
-from hdl.router.flit import FlitKind
+from hdl.router.flit import ROUTER_HEAD_BITS, FlitKind, RouterHead
+
+from .amaranth_host import stream_commands
 
 __all__ = ["MessageTimes", "MessageTrace", "trace_routed", "critical_chain"]
 
 _HEAD = (FlitKind.HEAD.value, FlitKind.HEAD_TAIL.value)
 _TAIL = (FlitKind.TAIL.value, FlitKind.HEAD_TAIL.value)
+_TIMES = ("inject_head", "inject_tail", "eject_head", "eject_tail")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +56,7 @@ class MessageTimes:
     port : int
         The source's NI port that sent it (its router terminal ``src * ports + port``).
     flits : int
-        Flits of the message, head included.
+        Flits of the message, head included (its head's ``RouterHead.flits`` + 1).
     inject_head, inject_tail : int
         Cycles the head and the tail were accepted on the source's injection stream.
     eject_head, eject_tail : int
@@ -93,29 +97,21 @@ class MessageTrace:
     model_cycles: int
 
 
-async def _load(ctx, net, commands):
-    """Stream ``commands[u]`` into node u's ``host_cmd``, every node at once, no gaps."""
-    pos = [0] * len(commands)
-    while any(p < len(c) for p, c in zip(pos, commands)):
-        for u, c in enumerate(commands):
-            ctx.set(net.host_cmd[u].valid, pos[u] < len(c))
-            if pos[u] < len(c):
-                ctx.set(net.host_cmd[u].payload.as_value(), c[pos[u]])
-        taken = [pos[u] < len(c) and ctx.get(net.host_cmd[u].ready)
-                 for u, c in enumerate(commands)]
-        await ctx.tick()
-        pos = [p + t for p, t in zip(pos, taken)]
-    for u in range(len(commands)):
-        ctx.set(net.host_cmd[u].valid, 0)
+def _fields(payload, layout, base=0):
+    """The fields of ``layout`` (a ``data.Struct``) held in ``payload`` from bit ``base``."""
+    return {name: (payload >> (base + f.offset)) & ((1 << f.width) - 1)
+            for name, f in layout.as_shape()}
 
 
-def _field(payload, name):
-    layout = HeadInfo.as_shape()
-    f = layout[name]
-    return (payload >> (32 + f.offset)) & ((1 << f.width) - 1)
+def _head(payload):
+    """(src terminal, dest terminal, chunk, step, payload flits) of a head flit's payload: its
+    ``RouterHead`` and the ``HeadInfo`` above it."""
+    router = _fields(payload, RouterHead)
+    info = _fields(payload, HeadInfo, ROUTER_HEAD_BITS)
+    return router["src"], router["dest"], info["chunk"], info["step"], router["flits"]
 
 
-def trace_routed(plan, run, *, max_cycles=200_000, **router_args):
+def trace_routed(plan, run, model, *, max_cycles=200_000, **router_args):
     """Run ``run`` (a ``PlannedRun`` of ``plan``) on the plan's routed network in the Amaranth
     simulator and record every message (module docstring).
 
@@ -124,6 +120,9 @@ def trace_routed(plan, run, *, max_cycles=200_000, **router_args):
     plan : allreduce_rtl.plan.HardwarePlan
         A routed plan (``plan.routed``).
     run : allreduce_rtl.plan.PlannedRun
+    model : golden_model.timing.TimingResult
+        The timing model's result for ``run.schedule`` on the plan's hardware
+        (``allreduce_rtl.plan.model_timing(run.schedule, plan.config)``).
     max_cycles : int
         Cycles to wait for ``done`` after the start.
     **router_args
@@ -137,13 +136,17 @@ def trace_routed(plan, run, *, max_cycles=200_000, **router_args):
     Raises
     ------
     ValueError
-        If the plan is not routed or ``max_cycles`` is not a positive integer.
+        If the plan is not routed, ``model`` does not time every transfer of the run, or
+        ``max_cycles`` is not a positive integer.
     RuntimeError
         If the network raises ``error``, does not finish within ``max_cycles``, or a message
         cannot be matched to exactly one transfer.
     """
     if not plan.routed:
         raise ValueError("trace_routed needs a routed plan (NIs on routers)")
+    transfers = sum(len(step) for step in run.schedule.steps)
+    if len(model.finish) != transfers:
+        raise ValueError(f"model times {len(model.finish)} transfers, the run has {transfers}")
     if isinstance(max_cycles, bool) or not isinstance(max_cycles, int) or max_cycles < 1:
         raise ValueError(f"max_cycles must be a positive integer, not {max_cycles!r}")
     cfg, topo, lowered = plan.config, plan.hardware_topology, run.lowered
@@ -157,7 +160,7 @@ def trace_routed(plan, run, *, max_cycles=200_000, **router_args):
     seen, out = [], {}
 
     async def bench(ctx):
-        await _load(ctx, net, loads)
+        await stream_commands(ctx, net, loads)
         ctx.set(net.start, 1)
         await ctx.tick()
         ctx.set(net.start, 0)
@@ -181,28 +184,27 @@ def trace_routed(plan, run, *, max_cycles=200_000, **router_args):
     sim.add_clock(1e-9)
     sim.add_testbench(bench)
     sim.run()
-    return _match(plan, run, seen, out["cycles"], net.terminal_ports)
+    return _match(run, model, seen, out["cycles"], net.terminal_ports)
 
 
-def _match(plan, run, seen, rtl_cycles, c):
+def _match(run, model, seen, rtl_cycles, c):
     """MessageTrace from the recorded handshakes ``seen``: (side, (node, port), cycle, kind,
     payload); ``c`` terminals per node."""
-    current, times = {}, []
+    current, times, in_flight = {}, [], {}
     for side, port, t, kind, payload in seen:
         if kind in _HEAD:
+            head = _head(payload)
             if side == "inject":
-                msg = {"src": (payload >> 10) & 0x3FF, "dst": payload & 0x3FF,
-                       "chunk": _field(payload, "chunk"), "step": _field(payload, "step"),
-                       "port": port[1]}
+                src, dst, chunk, step, flits = head
+                msg = {"src": src, "dst": dst, "chunk": chunk, "step": step, "port": port[1],
+                       "flits": flits + 1}
                 times.append(msg)
+                in_flight.setdefault(head, deque()).append(msg)
+            elif in_flight.get(head):
+                msg = in_flight[head].popleft()
             else:
-                head = ((payload >> 10) & 0x3FF, payload & 0x3FF, _field(payload, "chunk"),
-                        _field(payload, "step"))
-                msg = next((m for m in times if "eject_head" not in m
-                            and (m["src"], m["dst"], m["chunk"], m["step"]) == head), None)
-                if msg is None:
-                    raise RuntimeError(f"a message left the network at cycle {t} that never "
-                                       f"entered it (head {head}; a monitor error)")
+                raise RuntimeError(f"a message left the network at cycle {t} that never "
+                                   f"entered it (head {head}; a monitor error)")
             current[(side, port)] = msg
             msg[side + "_head"] = t
         if kind in _TAIL:
@@ -220,7 +222,7 @@ def _match(plan, run, seen, rtl_cycles, c):
     pick = {}
     for key, idx in wanted.items():
         msgs = groups.get(key, [])
-        if len(msgs) != len(idx) or any(len(m) != 9 for m in msgs):
+        if len(msgs) != len(idx) or any(k not in m for m in msgs for k in _TIMES):
             raise RuntimeError(f"the trace has {len(msgs)} whole messages from node {key[0]} to "
                                f"node {key[1]} in step {key[2]} where the schedule has "
                                f"{len(idx)} transfers (a monitor error)")
@@ -231,14 +233,10 @@ def _match(plan, run, seen, rtl_cycles, c):
                                         if m["chunk"] == transfers[i][1].chunk))
         else:
             pick.update(zip(idx, msgs))
-    schedule = dataclasses.replace(run.schedule, topology=plan.hardware_topology)
-    model = simulate(schedule, plan.timing, run.lowered.staged if plan.config.loopback else ())
-    sizes = np.diff(run.schedule.bounds)
     messages = []
     for i, (step, t) in enumerate(transfers):
         m = pick[i]
-        flits = -(-int(sizes[t.chunk]) // plan.config.elems_per_flit) + 1
-        messages.append(MessageTimes(i, step, t.src, t.dst, t.chunk, m["port"], flits,
+        messages.append(MessageTimes(i, step, t.src, t.dst, t.chunk, m["port"], m["flits"],
                                      m["inject_head"], m["inject_tail"], m["eject_head"],
                                      m["eject_tail"], int(model.start[i]),
                                      int(model.finish[i])))

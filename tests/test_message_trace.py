@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from allreduce_rtl.plan import plan_hardware
+from allreduce_rtl.plan import model_timing, plan_hardware
 from golden_model.topology import parse_topology
 from hdl.router.network import path_cost
 from tb.message_trace import critical_chain, trace_routed
@@ -22,7 +22,8 @@ def _trace(spec, algorithm, dtype="int32", elements=13):
     topo = parse_topology(spec, link_latency=LATENCY)
     plan = plan_hardware(topo, [algorithm], [elements], dtype=dtype, link_latency=LATENCY,
                          router=True)
-    return plan, trace_routed(plan, plan.runs[0])
+    run = plan.runs[0]
+    return plan, trace_routed(plan, run, model_timing(run.schedule, plan.config))
 
 
 def _zero_load(plan, m):
@@ -68,8 +69,9 @@ def test_latencies_and_critical_path(spec, algorithm, dtype):
 def test_trace_refuses_links_between_nis():
     topo = parse_topology("ring:4", link_latency=LATENCY)
     plan = plan_hardware(topo, ["ring"], [13], dtype="int32", link_latency=LATENCY)
+    run = plan.runs[0]
     with pytest.raises(ValueError, match="routed plan"):
-        trace_routed(plan, plan.runs[0])
+        trace_routed(plan, run, model_timing(run.schedule, plan.config))
 
 
 def _script():
@@ -85,7 +87,7 @@ def _script():
     (["-t", "ring:4"], "ring:4 has no router network"),
     (["--json", "/nonexistent-folder/x.json"], "its folder does not exist"),
     (["--json", "/"], "is not a file name"),
-    (["--max-cycles", "0"], "--max-cycles must be a positive number"),
+    (["--max-cycles", "0"], "max_cycles must be a positive integer, not 0"),
     (["--flow-control", "store"], "invalid choice: 'store'"),
 ])
 def test_script_bad_input_is_one_line_and_exit_2(argv, message, capsys):
