@@ -90,6 +90,10 @@ class TableRow:
     unstage : bool
         A loopback SEND row: it reads slot ``stage`` of ``chunk`` and the receiver adds it into
         the chunk itself.
+    release : int
+        Routed network SEND rows of a timetable (``lower(release=...)``): the NI cycle (its
+        ``cycles`` count since start) from which the head may issue; 0: as soon as its inputs
+        are in.
     """
     step: int
     op: Op
@@ -103,6 +107,7 @@ class TableRow:
     src: int = 0
     stage: int = 0
     unstage: bool = False
+    release: int = 0
 
 
 @dataclass(frozen=True)
@@ -236,7 +241,7 @@ def needs_router(schedule):
 
 
 def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None,
-          stage_reductions=False, max_staged=None):
+          stage_reductions=False, max_staged=None, release=None):
     """Lower ``schedule`` to one ``NodeProgram`` per node.
 
     Parameters
@@ -257,6 +262,10 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None,
         With ``stage_reductions``: the most REDUCE messages into one chunk at one node the
         hardware stages (its row's ``stage`` field, ``2 ** hdl.config.STAGE_BITS - 1``);
         default no limit.
+    release : sequence of int, optional
+        With ``routed``: per transfer (``schedule.transfers()`` order), the NI cycle from which
+        its network SEND row may issue (``TableRow.release``; a timetable,
+        ``golden_model.timetable``); default 0 for every row.
 
     Raises
     ------
@@ -266,11 +275,20 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None,
         longer than ``max_message_flits`` payload flits, more than ``max_staged`` REDUCE
         messages go into one chunk at one node, or the schedule's dependencies are not safe for
         arrivals in any order. Either way if ``elements_per_flit`` is not a positive
-        integer.
+        integer, or ``release`` is given without ``routed``, for another number of transfers,
+        or with a value that is not a whole number of cycles >= 0.
     """
     if not isinstance(elements_per_flit, int) or elements_per_flit < 1:
         raise ConfigError(f"elements per flit must be a positive integer, not {elements_per_flit!r}")
     topo = schedule.topology
+    num_transfers = sum(len(step) for step in schedule.steps)
+    if release is not None:
+        release = [int(r) for r in release]
+        if not routed or len(release) != num_transfers or min(release, default=0) < 0:
+            raise ConfigError(f"release cycles are for the network SEND rows of a routed "
+                              f"lowering, one per transfer ({num_transfers}) and >= 0; got "
+                              f"{len(release)} (routed={routed}, smallest "
+                              f"{min(release, default=0)})")
     if not routed:
         if stage_reductions:
             raise ConfigError("staged reductions are for routed NIs: a point-to-point NI "
@@ -340,7 +358,8 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None,
         deps = sum(1 for s in received.get((t.src, c), ()) if s < step)
         p, q = ports(t)
         used.append((p, q))
-        terminals = (dict(dest=t.dst * terminal_ports + q, src=t.src * terminal_ports + p)
+        terminals = (dict(dest=t.dst * terminal_ports + q, src=t.src * terminal_ports + p,
+                          release=release[index] if release is not None else 0)
                      if routed else {})
         before = received.setdefault((t.dst, c), [])
         if loopback and t.op is Op.REDUCE and reduces[(t.dst, c)] >= 2:

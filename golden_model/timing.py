@@ -154,12 +154,14 @@ __all__ = ["TimingParams", "TimingResult", "LowerBound", "simulate", "in_arrival
 
 
 #: The link arbitrations ``simulate`` models (``TimingParams.link_order``).
-LINK_ORDERS = ("hardware", "schedule", "injection", "fcfs")
+LINK_ORDERS = ("hardware", "schedule", "injection", "fcfs", "timetable")
 #: How reports name each link order, and the authors' simulator preset.
 LINK_ORDER_WORDS = {"hardware": "as the hardware does", "schedule": "in schedule order",
                     "injection": "in schedule order where messages enter the network, first "
                                  "come first served at routers",
                     "fcfs": "first come first served",
+                    "timetable": "by a timetable of whole routes, no two messages on a link at "
+                                 "once",
                     "authors": "like the MultiTree authors' simulator"}
 
 
@@ -237,8 +239,11 @@ class TimingParams:
           every transfer crosses one link of a direct topology runs on NIs joined by links
           (``golden_model.lowering.needs_router`` is false), whose send engines walk their
           tables in order: ``"schedule"``, with those NIs' ``receive_order``. Any other runs
-          on routers: ``"injection"`` (a message-level approximation of the round-robin
-          allocators; its error against the RTL is in docs/hardware.md, "Routed network").
+          on routers: ``"injection"`` (NIs that inject as soon as their inputs are in, a
+          message-level approximation of the round-robin allocators; its error against such
+          an RTL is in the README's routed table). The routed hardware that
+          ``allreduce_rtl.plan`` builds injects by a timetable instead and is compared with
+          ``"timetable"``, which the plan sets.
         * ``"schedule"``: each link serves its transfers in schedule order (step, then
           transfer order), a transfer waiting for the earlier ones to have taken the link.
           Multi-hop schedules can wait on each other in a cycle, which raises.
@@ -247,6 +252,9 @@ class TimingParams:
           first come, first served among all the hops that want the link.
         * ``"fcfs"``: first come, first served by the time the head requests the link (ties by
           schedule order); the model of the first release.
+        * ``"timetable"``: each message takes its whole route at once, at the earliest cycle no
+          link of it is taken (``golden_model.timetable``): routed NIs that inject at the
+          release cycles of their tables, which the plan computes with this rule.
     message_gap : int
         Cycles a link stays idle after each message it carried, before the next may start
         (default 0): the NI's per-message turnaround that the hardware adds between messages on
@@ -419,6 +427,10 @@ class TimingResult(_Rates):
         Clock used to convert cycles to time.
     num_nodes : int
         Endpoint nodes of the schedule's topology (for ``busbw_GBps``).
+    held : numpy.ndarray of bool or None
+        Link order ``"timetable"`` only (``golden_model.timetable``): per transfer, whether
+        the timetable starts it later than its inputs and its NI port's previous message let
+        it, so that its NI must hold it until its release cycle. None for the other orders.
     """
     cycles: int
     finish: np.ndarray
@@ -426,6 +438,7 @@ class TimingResult(_Rates):
     step_finish: list
     frequency_ghz: float = 1.0
     num_nodes: int = 1
+    held: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -507,6 +520,9 @@ def simulate(schedule, params=TimingParams(), staged=()):
     # The simulation allocates many small lists and ints but no reference cycles; the cyclic
     # garbage collector would repeatedly scan every Transfer of the schedule (40% of the run
     # time on a 130k-transfer schedule), so it is paused for the call.
+    if params.link_order == "timetable":
+        from .timetable import simulate_timetable  # noqa: PLC0415
+        return simulate_timetable(schedule, params, staged)
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
