@@ -74,14 +74,16 @@ def _tables(run, config):
     tables = []
     for prog in lw.programs:
         engines = []
-        for t in engine_tables(prog, config.num_ports, config.table_depth):
+        for t in engine_tables(prog, config):
             engines.append({
                 "engine": t.engine, "direction": t.direction.name.lower(), "port": t.port,
+                "table": "release" if t.base else "schedule", "base": t.base,
                 "neighbor": prog.neighbors[t.port] if t.port < len(prog.neighbors) else None,
                 "rows": [{"step": r.step, "op": r.op.name, "flow": r.flow,
                           "chunk": r.chunk, "addr": r.addr, "flits": r.flits,
                           "elements": r.elements, "deps": r.deps,
-                          **({"dest": r.dest, "src": r.src} if lw.routed else {}),
+                          **({"dest": r.dest, "src": r.src, "release": r.release}
+                             if lw.routed else {}),
                           **({"stage": r.stage, "unstage": r.unstage} if lw.loopback else {}),
                           "word": f"{w:#x}"} for r, w in zip(t.rows, t.words)]})
         tables.append({"node": prog.node, "neighbors": list(prog.neighbors), "engines": engines})

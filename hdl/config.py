@@ -16,7 +16,7 @@ from .adders import hardware_adder
 __all__ = ["NIConfig", "FLOW_CONTROL_MODES", "HEAD_INFO_BITS", "SCHEDULE_ROW_BITS", "CHUNK_BITS",
            "FLOW_BITS", "COUNT_BITS", "STAGE_BITS",
            "FIELD_ADDR_BITS", "STEP_BITS", "MAX_PORTS", "MAX_LINK_STAGES", "full_rate_rx_depth",
-           "buffer_banks", "rotation_slack", "check_int", "check_pow2", "SIZED_FIELDS",
+           "buffer_banks", "rotation_slack", "check_int", "check_pow2", "SIZED_FIELDS", "RELEASE_BITS", "RELEASE_ADDR_BIT",
            "schedule_needs", "check_schedule_fits",
            "network_config_for"]
 
@@ -45,6 +45,12 @@ ROUTER_HEAD_BITS = 32
 FIELD_ADDR_BITS = 20
 #: Width of schedule steps in rows, head flits and the NI's ``step`` status output.
 STEP_BITS = 16
+#: Width of a routed send row's release cycle (``hdl.schedule_table``, its release table): a
+#: timetabled head issues no earlier than that NI cycle; runs of up to 16.7 million cycles.
+RELEASE_BITS = 24
+#: The table address bit of a host command that selects a routed send engine's release table
+#: instead of its schedule table (``table_depth`` is at most ``2 ** 16``, so the bit is free).
+RELEASE_ADDR_BIT = 16
 #: Copies of the NI buffer's banks an ``NIConfig`` may ask for (``hdl.banked_buffer``).
 BUFFER_COPIES = (1, 2)
 #: ``host_cmd.engine`` is 4 bits wide and there are ``2 * num_ports`` engines.
@@ -247,6 +253,12 @@ class NIConfig:
     def num_engines(self):
         """Engine tables per NI: send 0..P-1, then receive 0..P-1."""
         return 2 * self.num_ports
+
+    @property
+    def num_tables(self):
+        """Tables the host loads per NI: the engine tables, and on a routed NI each send
+        engine's release table (``hdl.schedule_table``)."""
+        return self.num_engines + (self.num_ports if self.routed else 0)
 
     @property
     def initial_credits(self):

@@ -115,9 +115,9 @@ def table_commands(config, lowered, node):
     """The ``HostCmd`` words that load node ``node``'s engine tables (each engine's rows, then
     a zero row when there is room; see :func:`load_commands`, which checks the fit)."""
     cmds = []
-    for table in engine_tables(lowered.programs[node], config.num_ports, config.table_depth):
+    for table in engine_tables(lowered.programs[node], config):
         cmds += [host_cmd_word(config, write=1, target=TARGET_TABLE, engine=table.engine,
-                               addr=a, data=w) for a, w in enumerate(table.words)]
+                               addr=table.base + a, data=w) for a, w in enumerate(table.words)]
     return cmds
 
 

@@ -3,7 +3,9 @@
 Blocks: a ``BankedBuffer`` of ``buffer_depth`` flits in K = ``buffer_banks`` one-read, one-write
 banks (``buffer_copies`` copies of each) served in a fixed rotation (read clients: the P send
 engines, the first also serving the host's reads while the NI is idle, and the P reduction
-lanes; write clients: the host and the P lanes; ``hdl.banked_buffer``), ``2P`` engine tables, P ``SendEngine`` and P ``ReceiveEngine``, a
+lanes; write clients: the host and the P lanes; ``hdl.banked_buffer``), ``2P`` engine tables
+(on a routed NI also P release tables, ``hdl.schedule_table``), P ``SendEngine`` and P
+``ReceiveEngine``, a
 ``ReductionUnit``, the ``OrderingRule`` of the lanes, the ``ArrivalCounters`` of ``max_chunks``
 chunks (memories, ``hdl.arrivals``) and the host port.
 
@@ -26,7 +28,7 @@ from amaranth.hdl import (ClockDomain, ClockSignal, DomainRenamer, Module, Mux, 
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import STEP_BITS, NIConfig
+from .config import RELEASE_ADDR_BIT, RELEASE_BITS, STEP_BITS, NIConfig
 from .flit import FlitStream
 from .banked_buffer import BankedBuffer, lane_read_client, lane_write_client
 from .host import HostCmd, HostRsp, TARGET_BUFFER, TARGET_TABLE
@@ -159,6 +161,13 @@ class NetworkInterface(wiring.Component):
                     bare=True)
             m.submodules[f"table{e}"] = sub(t)
             tables.append(t)
+        releases = []      # routed: each send engine's release table (hdl.schedule_table)
+        if cfg.routed:
+            for e in range(p):
+                t = RAM(shape=RELEASE_BITS, depth=cfg.table_depth, num_write=1,
+                        transparency=[()], bare=True)
+                m.submodules[f"release{e}"] = sub(t)
+                releases.append(t)
         order = OrderingRule(cfg)
         m.submodules.ordering = sub(order)
         # Readers: the send engines, then (in-order NI) the ordering rule of each lane.
@@ -273,6 +282,7 @@ class NetworkInterface(wiring.Component):
         rsp_valid = Signal()
         rsp_target = Signal()
         rsp_engine = Signal(4)
+        rsp_release = Signal()
         stall = Signal()    # a response waits for host_rsp.ready
         accept = Signal()
         to_buffer = cmd.target == TARGET_BUFFER
@@ -300,10 +310,26 @@ class NetworkInterface(wiring.Component):
         with m.Else():
             # Only reads read: a write must not read the word it writes (bare banks, hdl.ram).
             m.d.comb += [host_rd.en.eq(~stall & ~cmd.write), host_rd.addr.eq(cmd.addr)]
+        to_release = cmd.addr[RELEASE_ADDR_BIT]
+        for e, t in enumerate(releases):
+            m.d.comb += [
+                t.write[0].en.eq(accept & cmd.write & (cmd.target == TARGET_TABLE)
+                                 & eq_const(cmd.engine, e) & to_release),
+                t.write[0].addr.eq(cmd.addr[:taw]),
+                t.write[0].data.eq(cmd.data[:RELEASE_BITS]),
+                senders[e].release.eq(t.read[0].data),
+                senders[e].now.eq(cycles),
+            ]
+            with m.If(active):
+                m.d.comb += [t.read[0].en.eq(senders[e].table.en),
+                             t.read[0].addr.eq(senders[e].table.addr)]
+            with m.Else():
+                m.d.comb += [t.read[0].en.eq(~stall & ~cmd.write),
+                             t.read[0].addr.eq(cmd.addr[:taw])]
         for e, (t, eng) in enumerate(zip(tables, engines)):
             m.d.comb += [
                 t.write[0].en.eq(accept & cmd.write & (cmd.target == TARGET_TABLE)
-                                 & eq_const(cmd.engine, e)),
+                                 & eq_const(cmd.engine, e) & ~to_release),
                 t.write[0].addr.eq(cmd.addr[:taw]),
                 t.write[0].data.eq(cmd.data[:ScheduleRow.as_shape().size]),
                 eng.table.data.eq(t.read[0].data),
@@ -315,7 +341,7 @@ class NetworkInterface(wiring.Component):
                              t.read[0].addr.eq(cmd.addr[:taw])]
         with m.If(~stall):
             m.d[dom] += [rsp_valid.eq(accept & ~cmd.write), rsp_target.eq(cmd.target),
-                         rsp_engine.eq(cmd.engine)]
+                         rsp_engine.eq(cmd.engine), rsp_release.eq(to_release)]
         # The host client's read data is that of a different bank every cycle: a response that
         # waits for host_rsp.ready keeps its flit in a register.
         fresh = Signal()
@@ -330,6 +356,10 @@ class NetworkInterface(wiring.Component):
                 for e, t in enumerate(tables):
                     with m.Case(e):
                         m.d.comb += self.host_rsp.payload.data.eq(t.read[0].data.as_value())
+                        if e < len(releases):
+                            with m.If(rsp_release):
+                                m.d.comb += self.host_rsp.payload.data.eq(
+                                    releases[e].read[0].data)
                 with m.Default():
                     m.d.comb += self.host_rsp.payload.data.eq(0)
         return m

@@ -5,6 +5,12 @@ Each NI has ``2 * num_ports`` engine tables: send engines ``0 .. P-1`` then rece
 with ``valid = 0`` (tables are zero after reset, so a loader writes a terminating zero row after
 the last one when it reloads a shorter program). ``pack_row`` turns a
 ``golden_model.lowering.TableRow`` into the word the host writes.
+
+A routed NI's send engines each have a release table beside the schedule table, one
+``RELEASE_BITS`` word per row (the row's ``release`` cycle, ``golden_model.timetable``), at
+host table addresses ``(1 << RELEASE_ADDR_BIT) + row`` of the same engine; the engine reads both
+at once. Every row the engine reads has its release word written by the loader (nothing
+relies on a memory starting cleared).
 """
 
 from typing import NamedTuple
@@ -13,11 +19,12 @@ from amaranth.lib import data
 
 from golden_model.lowering import Direction
 
-from .config import CHUNK_BITS, COUNT_BITS, FLOW_BITS, STAGE_BITS, STEP_BITS
+from .config import (CHUNK_BITS, COUNT_BITS, FLOW_BITS, RELEASE_ADDR_BIT, RELEASE_BITS,
+                     STAGE_BITS, STEP_BITS)
 from .flit import Op
 
-__all__ = ["ScheduleRow", "pack_row", "unpack_row", "engine_index", "EngineTable",
-           "engine_tables"]
+__all__ = ["ScheduleRow", "pack_row", "pack_release", "unpack_row", "engine_index",
+           "EngineTable", "engine_tables"]
 
 
 class ScheduleRow(data.Struct):
@@ -135,26 +142,51 @@ def engine_index(direction, port, num_ports):
 
 class EngineTable(NamedTuple):
     """One engine's table of one node: ``rows`` (``golden_model.lowering.TableRow``) and
-    ``words``, what the host writes at table addresses ``0, 1, ...``: ``pack_row`` of each row,
-    then one zero row when the table has room for it (the engine stops there)."""
+    ``words``, what the host writes at table addresses ``base, base + 1, ...``: ``pack_row`` of
+    each row, then one zero row when the table has room for it (the engine stops there); or,
+    with ``base = 1 << RELEASE_ADDR_BIT``, a routed send engine's release table: each row's
+    ``release``, then 0 where the zero row ends the schedule table."""
     engine: int
     direction: Direction
     port: int
     rows: list
     words: list
+    base: int = 0
 
 
-def engine_tables(program, num_ports, table_depth):
-    """Every engine table of one node's ``program`` (``golden_model.lowering.NodeProgram``), in
-    engine order (``engine_index``: send engines, then receive engines), as ``EngineTable``;
-    a table shorter than ``table_depth`` (an empty one too) ends in one zero row. The caller has
-    checked that the schedule fits (``hdl.config.check_schedule_fits``: at most ``table_depth``
-    rows)."""
+def pack_release(row):
+    """The release-table word of ``row`` (its ``release`` cycle).
+
+    Raises
+    ------
+    ValueError
+        If the cycle does not fit in ``RELEASE_BITS`` bits (the message names the value).
+    """
+    if not 0 <= row.release < (1 << RELEASE_BITS):
+        raise ValueError(f"release cycle {row.release!r} does not fit in {RELEASE_BITS} bits "
+                         f"(at most {(1 << RELEASE_BITS) - 1:,}; row {row!r})")
+    return row.release
+
+
+def engine_tables(program, config):
+    """Every engine table of one node's ``program`` (``golden_model.lowering.NodeProgram``) on
+    the NI of ``config`` (``hdl.config.NIConfig``), in engine order (``engine_index``: send
+    engines, then receive engines), as ``EngineTable``, then on a routed NI each send engine's
+    release table; a table shorter than ``config.table_depth`` (an empty one too) ends in one
+    zero row. The caller has checked that the schedule fits (``hdl.config.check_schedule_fits``:
+    at most ``table_depth`` rows)."""
+    num_ports, depth = config.num_ports, config.table_depth
     tables = []
+    end = []
     for direction in Direction:
         for port in range(num_ports):
             rows = list(program.engines.get((direction, port), []))
-            words = [pack_row(r) for r in rows] + ([0] if len(rows) < table_depth else [])
+            end = [0] if len(rows) < depth else []
             tables.append(EngineTable(engine_index(direction, port, num_ports), direction, port,
-                                      rows, words))
+                                      rows, [pack_row(r) for r in rows] + end))
+    if config.routed:
+        for t in tables[:num_ports]:
+            end = [0] if len(t.rows) < depth else []
+            tables.append(t._replace(words=[pack_release(r) for r in t.rows] + end,
+                                     base=1 << RELEASE_ADDR_BIT))
     return tables

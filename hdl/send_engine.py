@@ -22,6 +22,9 @@ per stall (a credit the engine waited for).
 
 Routed NI (``NIConfig.routed``): the head carries the router's ``RouterHead`` (the row's
 ``dest`` and ``src`` terminals, ``flits``) in its low 32 bits and the ``HeadInfo`` above it.
+A head also waits for its row's release cycle (``release``, read from the release table with the
+row, ``hdl.schedule_table``): it issues only once the NI's cycle count ``now`` has reached it
+(a timetable, ``golden_model.timetable``; 0 never waits).
 With a loopback port (``NIConfig.loopback``, staged reductions of ``golden_model.lowering``) a
 row with ``stage`` j reads its chunk and sends to staging slot j (``chunk + j``, from flit
 ``addr + j * flits``), or with ``unstage`` reads slot j (and waits for its arrival) and sends to
@@ -33,7 +36,8 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from .config import CHUNK_BITS, COUNT_BITS, FIELD_ADDR_BITS, NIConfig, ROUTER_HEAD_BITS
+from .config import (CHUNK_BITS, COUNT_BITS, FIELD_ADDR_BITS, NIConfig, RELEASE_BITS,
+                     ROUTER_HEAD_BITS)
 from .credit import CreditCounter
 from .ops import add_narrow, eq_const, ge_const, is_zero
 from .flit import FlitKind, FlitStream, HeadInfo
@@ -78,13 +82,19 @@ class SendEngine(wiring.Component):
         Step of the row being sent or waited for.
     error : ``Out(1)``
         Pulse: the row's chunk is not below ``max_chunks`` (its dependency cannot be counted).
+    release : ``In(RELEASE_BITS)``
+        Routed only: the release cycle of the row on ``table.data`` (read with it).
+    now : ``In(32)``
+        Routed only: the NI's cycle count since start (``NetworkInterface.cycles``).
     """
 
     def __init__(self, config):
         if not isinstance(config, NIConfig):
             raise ValueError(f"config must be an NIConfig, not {config!r}")
         self._config = config
+        timed = {"release": In(RELEASE_BITS), "now": In(32)} if config.routed else {}
         super().__init__({
+            **timed,
             "start": In(1),
             "table": In(memory.ReadPort.Signature(addr_width=config.table_addr_width,
                                                   shape=ScheduleRow)),
@@ -148,6 +158,10 @@ class SendEngine(wiring.Component):
             src_addr = Mux(row.unstage, slot_addr, row.addr)
             dst_chunk = Mux(row.unstage, row.chunk, slot_chunk)
             dst_addr = Mux(row.unstage, row.addr, slot_addr)
+        released = Signal(init=1)   # routed: the row's release cycle has come
+        if cfg.routed:
+            m.d.comb += released.eq(self.now[RELEASE_BITS:].any()
+                                    | (self.now[:RELEASE_BITS] >= self.release))
         aligned = Signal()        # the first payload flit's bank is next cycle's slot
         slot_ok = Signal()        # the next payload flit's bank is this cycle's slot
         m.d.comb += [aligned.eq(is_zero(row.flits) | (src_addr[:bits] == (self.slot + 1)[:bits])),
@@ -155,7 +169,8 @@ class SendEngine(wiring.Component):
         m.d.comb += [
             self.dep_chunk.eq(src_chunk),
             credits.head.eq(~in_msg),
-            head_go.eq(~in_msg & row_valid & deps_ok & aligned & credits.ready & self.open),
+            head_go.eq(~in_msg & row_valid & deps_ok & aligned & credits.ready & self.open
+                       & released),
             body_go.eq(in_msg & slot_ok & credits.ready & self.open),
             credits.send.eq(head_go | body_go),
             self.error.eq(row_valid & (ge_const(src_chunk, cfg.max_chunks)

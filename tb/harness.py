@@ -179,7 +179,7 @@ class NetworkPorts:
 def image_depth_for(config, backdoor: bool = False) -> int:
     """Command-image words a node may need: header, every table row plus terminator, and (unless
     the vectors go through the :class:`Backdoor`) the buffer."""
-    return (1 + 2 * config.num_ports * (config.table_depth + 1)
+    return (1 + config.num_tables * (config.table_depth + 1)
             + (0 if backdoor else config.buffer_depth))
 
 
@@ -623,8 +623,8 @@ def program_images(lowered: LoweredSchedule, config, vectors: np.ndarray,
     flits = pack_flits(lowered.pack(np.asarray(vectors, dtype=etype.dtype)), etype)
     images = []
     for prog in lowered.programs:
-        control = [layout.pack(1, 1, table.engine, i, word)
-                   for table in engine_tables(prog, config.num_ports, config.table_depth)
+        control = [layout.pack(1, 1, table.engine, table.base + i, word)
+                   for table in engine_tables(prog, config)
                    for i, word in enumerate(table.words)]
         images.append(NodeImage(control, flits[prog.node],
                                 0 if backdoor else lowered.buffer_flits, backdoor))
