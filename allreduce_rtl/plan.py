@@ -27,6 +27,8 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
+import numpy as np
+
 from golden_model.algorithms import build_schedule
 from golden_model.elements import element_type
 from golden_model.errors import ConfigError
@@ -132,11 +134,13 @@ def rates_text(rates) -> str:
 
 def routed_timing(topology) -> dict:
     """``TimingParams`` fields of the routed network on ``topology`` (``router_delay`` and
-    ``send_delay``; links in schedule order at injection, first come, first served at the routers)."""
-    from hdl.router.network import model_timing  # noqa: PLC0415
+    ``send_delay``; the NIs inject by the timetable the plan writes into their tables,
+    ``golden_model.timetable``)."""
+    from hdl.router.network import PACKET_GAP, model_timing  # noqa: PLC0415
     fields = model_timing(topology)
-    return {"router_delay": fields["router_delay"], "link_order": "injection",
-            "send_delay": NI_SEND_DELAY + ROUTED_PORT_DELAY + 1 + fields["send_delay"]}
+    return {"router_delay": fields["router_delay"], "link_order": "timetable",
+            "send_delay": NI_SEND_DELAY + ROUTED_PORT_DELAY + 1 + fields["send_delay"],
+            "message_gap": PACKET_GAP}
 
 
 def hardware_timing(config, topology=None, **overrides) -> TimingParams:
@@ -322,13 +326,31 @@ def _lowering_args(config):
             "max_staged": (1 << STAGE_BITS) - 1 if config.loopback else None}
 
 
+def release_cycles(result, timing):
+    """Per transfer, the NI cycle from which its head may issue (``TableRow.release``) for the
+    timetable ``result`` (a ``TimingResult`` of link order ``"timetable"``, ``timing`` its
+    ``TimingParams``): 0 (go when the inputs are in) for a transfer the timetable does not hold,
+    else the cycle of its start: a head issued in NI cycle c (``cycles`` = c) takes its first
+    link ``send_delay - 1`` cycles later, as a transfer with no inputs issues in cycle 1 and
+    starts at ``send_delay`` (docs/hardware.md, "Pipeline timing"). Releasing only the held
+    transfers keeps the others as early as the NI's bank rotation lets them go (a head waits up
+    to K - 1 cycles for its bank slot, ``hdl.send_engine``), which a release of every transfer
+    would add at every step."""
+    release = (result.start - (timing.send_delay - 1)).clip(min=0)
+    return np.where(result.held, release, 0).tolist()
+
+
 def _plan_run(topology, algorithm, elements, config, hw_topology, timing, schedule=None,
               lowered=None) -> PlannedRun:
     schedule = schedule or build_schedule(algorithm, topology, elements,
                                           choice_timing(config.element_type.bytes))
     lowered = lowered or lower(schedule, **_lowering_args(config))
-    expected = simulate(dataclasses.replace(schedule, topology=hw_topology), timing,
-                        lowered.staged).cycles
+    result = simulate(dataclasses.replace(schedule, topology=hw_topology), timing,
+                      lowered.staged)
+    expected = result.cycles
+    if timing.link_order == "timetable":
+        lowered = lower(schedule, **_lowering_args(config),
+                        release=release_cycles(result, timing))
     lb = lower_bound(hw_topology, schedule.num_elements * config.element_type.bytes, timing)
     return PlannedRun(str(algorithm), elements, schedule, lowered, expected, lb.cycles)
 

@@ -14,7 +14,7 @@ from golden_model.lowering import Direction, lower
 from golden_model.topology import parse_topology
 from hdl.config import network_config_for
 from hdl.schedule_table import pack_row
-from allreduce_rtl.plan import model_cycles
+from allreduce_rtl.plan import model_cycles, plan_hardware
 from tb.runner import HardwareBuild, RunSpec
 from tb.scoreboard import check_run
 from tb.toolchain import lint_verilog
@@ -78,14 +78,22 @@ def test_generate_routed(algorithm, forced, tmp_path, capsys):
                                   "terminals_per_node": max(len(topo.neighbors(v))
                                                             for v in topo.nodes),
                                   "router_cycles": 4}
+    # the rows carry the plan's timetable (release cycles), in a release table per send engine
+    timed = plan_hardware(topo, [algorithm], 40, link_latency=1, router=forced).runs[0].lowered
     for node in manifest["tables"]:
-        prog = lw.programs[node["node"]]
+        prog = timed.programs[node["node"]]
+        tables = [e["table"] for e in node["engines"]]
+        assert tables == ["schedule"] * 2 * cfg.num_ports + ["release"] * cfg.num_ports
         for eng in node["engines"]:
             if eng["direction"] != "send":
                 continue
             rows = prog.engines[(Direction.SEND, eng["port"])]
-            assert [(r["dest"], r["src"]) for r in eng["rows"]] == [(r.dest, r.src) for r in rows]
-            assert [int(r["word"], 16) for r in eng["rows"]] == [pack_row(r) for r in rows]
+            assert [(r["dest"], r["src"], r["release"]) for r in eng["rows"]] == \
+                [(r.dest, r.src, r.release) for r in rows]
+            words = ([pack_row(r) for r in rows] if eng["table"] == "schedule"
+                     else [r.release for r in rows])
+            assert eng["base"] == (0 if eng["table"] == "schedule" else 1 << 16)
+            assert [int(r["word"], 16) for r in eng["rows"]] == words
 
 
 @pytest.mark.parametrize("argv,needle", [

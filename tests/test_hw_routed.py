@@ -10,8 +10,8 @@ sums follow the schedule's order although messages arrive in any order); bfloat1
 with ``-m slow``. One build per (simulator, topology, element type) serves every algorithm; the host players apply random back-pressure and the NI's
 receive FIFOs are tight (8 flits, sub-messages of 4), as in ``test_hw_allreduce``. Cycle counts
 are compared with ``golden_model.timing`` configured like the routed hardware
-(the hardware plan's expected cycles, ``allreduce_rtl.plan``: 4 cycles per router,
-links in schedule order at injection, first-come at the routers).
+(the hardware plan's expected cycles, ``allreduce_rtl.plan``: 4 cycles per router, the NIs
+injecting by the plan's timetable, ``golden_model.timetable``).
 """
 
 import functools
@@ -126,9 +126,17 @@ def _run_and_check(sim, spec, dtype, algorithms, record_property, small_only=Fal
         if not verdict.passed:
             failures.append(verdict.message)
             continue
-        # Routers arbitrate flit by flit and the model message by message, so the model is not
-        # a lower bound here; far off either way would be a timing bug.
+        # The NIs inject by the plan's timetable (golden_model.timetable), so no message waits
+        # in a router: on the switched networks the RTL is within 10% of the model either way.
+        # On the torus the 4-port NI's bank rotation (up to 7 cycles per message at each end,
+        # which the model does not count) comes on top (docs/hardware.md, "Timetable"); with
+        # staged float reductions the loopback port's adds share the NI's banks and lanes
+        # (MultiTree on fattree:4x2 at 389 elements: 439 RTL cycles against 385).
         slack = rotation_slack(build.config, run.lowered)
-        if not 0.8 * verdict.model_cycles <= res.cycles <= 3 * verdict.model_cycles + slack:
-            failures.append(f"{res.name}: RTL {res.cycles} cycles, model {verdict.model_cycles}")
+        low, high = ((0.9, 1.2 if run.lowered.staged else 1.1) if not plan.topology.is_direct
+                     else (0.8, 3))
+        if not (low * verdict.model_cycles <= res.cycles
+                <= high * verdict.model_cycles + (slack if plan.topology.is_direct else 0)):
+            failures.append(f"{res.name}: RTL {res.cycles} cycles, model {verdict.model_cycles}"
+                            f" (outside {low}..{high} times the model)")
     assert not failures, "\n".join(failures)

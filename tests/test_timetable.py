@@ -1,0 +1,137 @@
+"""The timetable (``golden_model.timetable``, link order ``"timetable"``): no two messages on a
+link at once, inputs and NI port order kept, and the model's own numbers where nothing meets."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from allreduce_rtl.plan import plan_hardware, release_cycles
+from golden_model.errors import ConfigError
+from golden_model.timing import ReductionUnit, TimingParams, hold_cycles, simulate
+from golden_model.topology import parse_topology
+
+CASES = [("bigraph:4x4", "multitree", 389), ("bigraph:4x4", "dbtree", 389),
+         ("fattree:4x2", "halving-doubling", 197), ("torus:4x4", "dbtree", 389),
+         ("mesh:3x3", "multitree-opt", 301)]
+
+
+def _routed(spec, algorithm, elements, dtype="int32"):
+    plan = plan_hardware(parse_topology(spec, link_latency=4), [algorithm], [elements],
+                         dtype=dtype, link_latency=4, router=True)
+    run = plan.runs[0]
+    schedule = dataclasses.replace(run.schedule, topology=plan.hardware_topology)
+    return plan, run, schedule
+
+
+def _intervals(schedule, params, start):
+    """Per link, the (from, to) cycles every message holds it, recomputed from the starts with
+    the module's rule (head at start plus latency and router delay per earlier hop, tail after
+    its flits)."""
+    topo = schedule.topology
+    out = {}
+    for (_, t), t0 in zip(schedule.transfers(), start):
+        lo, hi = schedule.chunk_range(t.chunk)
+        nbytes = (hi - lo) * params.element_bytes
+        at = t0
+        for h, link in enumerate(t.route):
+            if h:
+                at += topo.link_latency(t.route[h - 1]) + params.router_delay
+            hold = hold_cycles(nbytes + params.header_flits * params.flit_bytes,
+                               topo.link_bandwidth(link), params)
+            out.setdefault(link, []).append((at, at + hold))
+    return out
+
+
+@pytest.mark.parametrize("spec, algorithm, elements", CASES)
+def test_no_two_messages_share_a_link(spec, algorithm, elements):
+    plan, run, schedule = _routed(spec, algorithm, elements)
+    params = plan.timing
+    assert params.link_order == "timetable" and params.message_gap == 2
+    r = simulate(schedule, params)
+    assert r.cycles == run.expected_cycles
+    for link, spans in _intervals(schedule, params, r.start.tolist()).items():
+        spans.sort()
+        for (a0, a1), (b0, _) in zip(spans, spans[1:]):
+            assert b0 >= a1 + params.message_gap, (link, (a0, a1), b0)
+
+
+@pytest.mark.parametrize("spec, algorithm, elements", CASES)
+def test_inputs_and_port_order_are_kept(spec, algorithm, elements):
+    plan, _, schedule = _routed(spec, algorithm, elements)
+    params = plan.timing
+    r = simulate(schedule, params)
+    start, finish = r.start.tolist(), r.finish.tolist()
+    have, last_on_port = {}, {}
+    i = 0
+    for step in schedule.steps:
+        arrived = []
+        for t in step:
+            assert start[i] >= have.get((t.src, t.chunk), 0) + params.send_delay
+            port = t.route[0]
+            assert start[i] > last_on_port.get(port, -1)     # the send engine's table order
+            last_on_port[port] = start[i]
+            arrived.append(((t.dst, t.chunk), finish[i]))
+            i += 1
+        for key, f in arrived:
+            have[key] = max(have.get(key, 0), f)
+
+
+def test_a_lone_message_takes_the_first_come_first_served_time():
+    # nothing to meet: the timetable is the message model (a 3-hop route through switches)
+    plan, _, schedule = _routed("bigraph:4x4", "multitree", 389)
+    one = dataclasses.replace(schedule, steps=[[schedule.steps[0][0]]])
+    for order in ("fcfs", "injection"):
+        assert (simulate(one, plan.timing).finish.tolist()
+                == simulate(one, dataclasses.replace(plan.timing, link_order=order)).finish.tolist())
+
+
+def test_ring_is_not_held_and_takes_the_message_model_time():
+    # ring on a routed torus sends each step's messages over disjoint links
+    plan, run, schedule = _routed("torus:4x4", "ring", 49)
+    r = simulate(schedule, plan.timing)
+    assert not r.held.any() and release_cycles(r, plan.timing) == [0] * len(r.held)
+    assert r.cycles == simulate(schedule, dataclasses.replace(plan.timing,
+                                                              link_order="injection")).cycles
+
+
+def test_release_cycles_hold_only_what_the_timetable_delays():
+    plan, run, schedule = _routed("bigraph:4x4", "multitree", 389)
+    r = simulate(schedule, plan.timing)
+    release = np.array(release_cycles(r, plan.timing))
+    assert r.held.any() and (release[~r.held] == 0).all()
+    assert (release[r.held] == r.start[r.held] - plan.timing.send_delay + 1).all()
+    rows = [row for prog in run.lowered.programs for (d, p), rows in prog.engines.items()
+            if d.name == "SEND" for row in rows]
+    assert sorted(row.release for row in rows) == sorted(release.tolist())
+
+
+def test_staged_transfers_finish_after_their_loopback_add():
+    plan, run, schedule = _routed("fattree:4x2", "multitree", 197, dtype="float32")
+    params, staged = plan.timing, run.lowered.staged
+    assert staged
+    r = simulate(schedule, params, staged)
+    transfers = [t for _, t in schedule.transfers()]
+    flits = -(-np.diff(schedule.bounds) // plan.config.elems_per_flit) + params.header_flits
+    topo = schedule.topology
+    for i in staged:
+        t = transfers[i]
+        one = dataclasses.replace(schedule, steps=[[t]])
+        (_, tail), = _intervals(one, params, [int(r.start[i])])[t.route[-1]]
+        arrival = tail + topo.link_latency(t.route[-1]) + params.retire_delay
+        # the add: send delay after the arrival, the message's flits through the loopback
+        assert r.finish[i] >= (arrival + params.send_delay + flits[t.chunk]
+                               + params.loopback_latency + params.retire_delay)
+
+
+@pytest.mark.parametrize("kw", [{"reduction": ReductionUnit(block_bytes=64, block_cycles=4)}, {"node_lockstep": True}])
+def test_timetable_refuses_what_models_other_nis(kw):
+    _, _, schedule = _routed("bigraph:4x4", "ring", 49)
+    with pytest.raises(ConfigError, match="timetable"):
+        simulate(schedule, TimingParams(link_order="timetable", **kw))
+
+
+def test_timetable_refuses_a_staged_index_out_of_range():
+    _, _, schedule = _routed("bigraph:4x4", "ring", 49)
+    with pytest.raises(ConfigError, match="staged transfer 9999"):
+        simulate(schedule, TimingParams(link_order="timetable"), staged=[9999])
