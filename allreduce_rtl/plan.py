@@ -37,7 +37,8 @@ from golden_model.timing import TimingParams, lower_bound, simulate
 
 __all__ = ["FLIT_BITS", "PlannedRun", "HardwarePlan", "plan_hardware", "hardware_topology",
            "hardware_timing", "choice_timing", "routed_timing", "links_text", "rates_text",
-           "link_rate", "with_uniform_links", "model_cycles", "NI_SEND_DELAY",
+           "link_rate", "with_uniform_links", "model_cycles", "model_timing", "as_built",
+           "release_cycles", "NI_SEND_DELAY",
            "NI_RETIRE_DELAY", "ROUTED_PORT_DELAY", "DEFAULT_DTYPE", "ROUTED_DEFAULT_DTYPE"]
 
 #: The element type the hardware adds unless told otherwise, and on routers (whose NIs take
@@ -180,14 +181,25 @@ def choice_timing(element_bytes) -> TimingParams:
                         message_gap=NI_MESSAGE_GAP)
 
 
+def as_built(schedule, config, topology):
+    """``schedule`` as the hardware of ``config`` runs it on ``topology`` (its links as built,
+    ``hardware_topology``): on a routed network every transfer takes the route the routers'
+    tables give it, ``topology.route(src, dst)`` (``hdl.router.routing``: tables from the golden
+    routes, dimension order on mesh and torus), which for a tree algorithm's reduce edge on a
+    fat-tree or BiGraph is not always the reverse of its broadcast route that the schedule
+    lists (``AllReduceSchedule.rerouted``)."""
+    timed = dataclasses.replace(schedule, topology=topology)
+    return timed.rerouted(topology.route) if config.routed else timed
+
+
 def model_timing(schedule, config, **overrides):
     """``golden_model.timing.simulate`` of ``schedule`` on the hardware of ``config`` (its links,
-    its timing, its staged transfers; ``overrides`` replace ``TimingParams`` fields): a
-    ``TimingResult`` with every transfer's start and finish."""
+    its routes and timing, its staged transfers, ``as_built``; ``overrides`` replace
+    ``TimingParams`` fields): a ``TimingResult`` with every transfer's start and finish."""
     topo = hardware_topology(schedule.topology, config)
     staged = lower(schedule, **_lowering_args(config)).staged if config.loopback else ()
-    return simulate(dataclasses.replace(schedule, topology=topo),
-                    hardware_timing(config, topo, **overrides), staged)
+    return simulate(as_built(schedule, config, topo), hardware_timing(config, topo, **overrides),
+                    staged)
 
 
 def model_cycles(schedule, config, **overrides) -> int:
@@ -345,8 +357,7 @@ def _plan_run(topology, algorithm, elements, config, hw_topology, timing, schedu
     schedule = schedule or build_schedule(algorithm, topology, elements,
                                           choice_timing(config.element_type.bytes))
     lowered = lowered or lower(schedule, **_lowering_args(config))
-    result = simulate(dataclasses.replace(schedule, topology=hw_topology), timing,
-                      lowered.staged)
+    result = simulate(as_built(schedule, config, hw_topology), timing, lowered.staged)
     expected = result.cycles
     if timing.link_order == "timetable":
         lowered = lower(schedule, **_lowering_args(config),

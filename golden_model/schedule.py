@@ -11,7 +11,7 @@ chunks, and an ordered list of steps, each a list of ``Transfer``. Semantics (de
 """
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -156,6 +156,32 @@ class AllReduceSchedule:
         for i, step in enumerate(self.steps):
             for t in step:
                 yield i, t
+
+    def rerouted(self, route):
+        """This schedule with every transfer's route replaced by ``route(src, dst)`` (a tuple
+        of directed links, as ``Topology.route``), everything else unchanged: the schedule as
+        a network that routes by destination runs it (``allreduce_rtl.plan``, routed
+        hardware), where a tree algorithm's reduce edge may have taken the reverse of its
+        broadcast route. ``contention_free`` stays set only if no step has two transfers on
+        one link with the new routes. Validated on this schedule's topology.
+
+        Raises
+        ------
+        ScheduleError
+            If a new route does not lead from its transfer's source to its destination over
+            the topology's links.
+        """
+        routes = {}
+        steps = [[replace(t, route=routes.setdefault(
+                     (t.src, t.dst), tuple(route(t.src, t.dst)))) for t in step]
+                 for step in self.steps]
+        free = self.contention_free and all(
+            len(links) == len(set(links))
+            for links in ([link for t in step for link in t.route] for step in steps))
+        sched = AllReduceSchedule(self.algorithm, self.topology, self.num_elements,
+                                  self.bounds.copy(), steps, free, dict(self.meta))
+        sched.validate()
+        return sched
 
     def relabeled(self, mapping, topology=None):
         """This schedule with node ``u``'s role played by node ``mapping[u]``: every transfer's

@@ -127,16 +127,21 @@ def _run_and_check(sim, spec, dtype, algorithms, record_property, small_only=Fal
             failures.append(verdict.message)
             continue
         # The NIs inject by the plan's timetable (golden_model.timetable), so no message waits
-        # in a router: on the switched networks the RTL is within 10% of the model either way.
-        # On the torus the 4-port NI's bank rotation (up to 7 cycles per message at each end,
-        # which the model does not count) comes on top (docs/hardware.md, "Timetable"); with
-        # staged float reductions the loopback port's adds share the NI's banks and lanes
-        # (MultiTree on fattree:4x2 at 389 elements: 439 RTL cycles against 385).
+        # in a router. What the model does not count is the buffer's bank rotation and the
+        # arrival counters' loads between an NI's ports, and a staged add's wait for the
+        # previous message's writes (docs/hardware.md, "Timetable"): with one network port and
+        # no loopback (int32 on the switched networks) the RTL is within 10% of the model; with
+        # more ports (a machine's two links, a float NI's loopback port) the rotation's bound
+        # (rotation_slack) comes on top (dbtree on bigraph:4x4 in float32 at 389 elements: 1,325
+        # RTL cycles, model 1,105, slack 168), on the torus 3x the model.
         slack = rotation_slack(build.config, run.lowered)
-        low, high = ((0.9, 1.2 if run.lowered.staged else 1.1) if not plan.topology.is_direct
-                     else (0.8, 3))
-        if not (low * verdict.model_cycles <= res.cycles
-                <= high * verdict.model_cycles + (slack if plan.topology.is_direct else 0)):
+        if build.config.num_ports == 1 and not plan.topology.is_direct:
+            low, high = 0.9 * verdict.model_cycles, 1.1 * verdict.model_cycles
+        elif not plan.topology.is_direct:
+            low, high = 0.9 * verdict.model_cycles, 1.1 * verdict.model_cycles + slack
+        else:
+            low, high = 0.8 * verdict.model_cycles, 3 * verdict.model_cycles + slack
+        if not low <= res.cycles <= high:
             failures.append(f"{res.name}: RTL {res.cycles} cycles, model {verdict.model_cycles}"
-                            f" (outside {low}..{high} times the model)")
+                            f" (outside {low:.0f}..{high:.0f})")
     assert not failures, "\n".join(failures)

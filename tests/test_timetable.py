@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from allreduce_rtl.plan import plan_hardware, release_cycles
+from allreduce_rtl.plan import as_built, plan_hardware, release_cycles
 from golden_model.errors import ConfigError
 from golden_model.timing import ReductionUnit, TimingParams, hold_cycles, simulate
 from golden_model.topology import parse_topology
@@ -20,7 +20,7 @@ def _routed(spec, algorithm, elements, dtype="int32"):
     plan = plan_hardware(parse_topology(spec, link_latency=4), [algorithm], [elements],
                          dtype=dtype, link_latency=4, router=True)
     run = plan.runs[0]
-    schedule = dataclasses.replace(run.schedule, topology=plan.hardware_topology)
+    schedule = as_built(run.schedule, plan.config, plan.hardware_topology)
     return plan, run, schedule
 
 
@@ -135,3 +135,16 @@ def test_timetable_refuses_a_staged_index_out_of_range():
     _, _, schedule = _routed("bigraph:4x4", "ring", 49)
     with pytest.raises(ConfigError, match="staged transfer 9999"):
         simulate(schedule, TimingParams(link_order="timetable"), staged=[9999])
+
+
+def test_routed_plans_time_the_routes_the_routers_take():
+    # MultiTree's reduce edges on a BiGraph list the reverse of their broadcast route, which a
+    # destination-routed network does not take; the plan times the routers' routes
+    plan, run, _ = _routed("bigraph:4x4", "multitree", 389)
+    topo = plan.hardware_topology
+    listed = [t.route for _, t in run.schedule.transfers()]
+    taken = [t.route for _, t in as_built(run.schedule, plan.config, topo).transfers()]
+    assert taken == [topo.route(t.src, t.dst) for _, t in run.schedule.transfers()]
+    assert taken != listed
+    assert run.expected_cycles == simulate(as_built(run.schedule, plan.config, topo),
+                                           plan.timing).cycles
