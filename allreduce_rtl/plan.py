@@ -347,7 +347,11 @@ def release_cycles(result, timing):
     starts at ``send_delay`` (docs/hardware.md, "Pipeline timing"). Releasing only the held
     transfers keeps the others as early as the NI's bank rotation lets them go (a head waits up
     to K - 1 cycles for its bank slot, ``hdl.send_engine``), which a release of every transfer
-    would add at every step."""
+    would add at every step. A transfer that waits for its port's previous message is held:
+    the NI's send engine follows a tail with the next head after the bank-slot wait only (0 or
+    1 cycle with one port), sooner than the ``message_gap`` the timetable keeps, and a message
+    sent early meets the messages timed around it (MultiTree on bigraph:4x8 took 1,041 RTL
+    cycles against 900 with only link-delayed transfers held, 902 with these too)."""
     release = (result.start - (timing.send_delay - 1)).clip(min=0)
     return np.where(result.held, release, 0).tolist()
 

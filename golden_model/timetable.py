@@ -23,6 +23,8 @@ transfer comes from an earlier step, so it is timed before the transfer):
 * ``t0`` is the earliest ready cycle at which every hop's interval is free of the intervals
   reserved by the transfers timed before it (a later transfer may take a gap an earlier one
   left: backfilling);
+* it is *held* (``TimingResult.held``, so its NI gets a release cycle) if ``t0`` is later than
+  its inputs alone let it go, whether its port's previous message or another's link delays it;
 * it finishes ``latency + retire_delay`` after its tail reaches the destination; a staged
   transfer (a routed float NI's staged reductions) finishes when its destination's loopback port
   has added it, as in ``simulate``.
@@ -129,7 +131,7 @@ def simulate_timetable(schedule, params, staged=()):
                 ends[lid].insert(k, b)
             port_free[ids[0]] = t0 + span[0] + gap
             start[i] = t0
-            held[i] = t0 > earliest
+            held[i] = t0 > ready
             fin = t0 + span[-1] + lat[ids[-1]] + params.retire_delay
             if is_staged[i]:
                 u = t.dst

@@ -429,8 +429,9 @@ class TimingResult(_Rates):
         Endpoint nodes of the schedule's topology (for ``busbw_GBps``).
     held : numpy.ndarray of bool or None
         Link order ``"timetable"`` only (``golden_model.timetable``): per transfer, whether
-        the timetable starts it later than its inputs and its NI port's previous message let
-        it, so that its NI must hold it until its release cycle. None for the other orders.
+        the timetable starts it later than its inputs let it (its NI port's previous message
+        or a link taken by another), so that its NI must hold it until its release cycle.
+        None for the other orders.
     """
     cycles: int
     finish: np.ndarray
