@@ -187,9 +187,19 @@ def as_built(schedule, config, topology):
     tables give it, ``topology.route(src, dst)`` (``hdl.router.routing``: tables from the golden
     routes, dimension order on mesh and torus), which for a tree algorithm's reduce edge on a
     fat-tree or BiGraph is not always the reverse of its broadcast route that the schedule
-    lists (``AllReduceSchedule.rerouted``)."""
+    lists (``AllReduceSchedule.rerouted``). Only where the tables route by destination alone:
+    mesh and torus, and switches whose endpoints have one link each (``switch_table`` checks
+    that the tables follow the golden routes there); an endpoint with several links sends by the
+    port of its route's first link to the terminal of its last (``hdl.router.routing``), so a
+    machine's routes stay as listed."""
+    from hdl.router.routing import terminals_per_endpoint  # noqa: PLC0415
     timed = dataclasses.replace(schedule, topology=topology)
-    return timed.rerouted(topology.route) if config.routed else timed
+    if not config.routed:
+        return timed
+    kind = topology.router_kind
+    if kind == "grid" or (kind == "table" and terminals_per_endpoint(topology) == 1):
+        return timed.rerouted(topology.route)
+    return timed
 
 
 def model_timing(schedule, config, **overrides):

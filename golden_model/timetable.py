@@ -113,7 +113,7 @@ def simulate_timetable(schedule, params, staged=()):
                 raise ConfigError(f"transfer {t} has an empty route")
             holds = [hold[t.chunk][link_class[lid]] for lid in ids]
             ready = have.get((t.src, t.chunk), 0) + params.send_delay
-            t0 = earliest = max(ready, port_free.get(ids[0], 0))
+            t0 = max(ready, port_free.get(ids[0], 0))
             offs, span = _offsets(ids, holds, lat, router_delay)
             while True:         # move past the first conflict until none is left
                 for h, lid in enumerate(ids):

@@ -167,3 +167,13 @@ def test_held_is_every_transfer_started_after_its_inputs():
     ready = np.array(ready)
     assert (r.start >= ready).all()
     assert r.held.any() and (r.held == (r.start > ready)).all()
+
+
+def test_a_machines_routes_stay_as_listed():
+    # an endpoint with several links sends by its route's first link to its last link's
+    # terminal, so the routers take the listed route even where topology.route differs
+    plan, run, _ = _routed("machine:cloud-v100", "multitree", 200)
+    topo = plan.hardware_topology
+    listed = [t.route for _, t in run.schedule.transfers()]
+    assert any(r != topo.route(t.src, t.dst) for r, (_, t) in zip(listed, run.schedule.transfers()))
+    assert [t.route for _, t in as_built(run.schedule, plan.config, topo).transfers()] == listed
