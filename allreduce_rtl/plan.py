@@ -34,6 +34,7 @@ from golden_model.elements import element_type
 from golden_model.errors import ConfigError
 from golden_model.lowering import lower, needs_router
 from golden_model.timing import TimingParams, lower_bound, simulate
+from golden_model.timetable import BankSlots
 
 __all__ = ["FLIT_BITS", "PlannedRun", "HardwarePlan", "plan_hardware", "hardware_topology",
            "hardware_timing", "choice_timing", "routed_timing", "links_text", "rates_text",
@@ -204,12 +205,51 @@ def as_built(schedule, config, topology):
 
 def model_timing(schedule, config, **overrides):
     """``golden_model.timing.simulate`` of ``schedule`` on the hardware of ``config`` (its links,
-    its routes and timing, its staged transfers, ``as_built``; ``overrides`` replace
-    ``TimingParams`` fields): a ``TimingResult`` with every transfer's start and finish."""
+    its routes and timing, its staged transfers and bank slots, ``as_built``; ``overrides``
+    replace ``TimingParams`` fields): a ``TimingResult`` with every transfer's start and
+    finish."""
     topo = hardware_topology(schedule.topology, config)
-    staged = lower(schedule, **_lowering_args(config)).staged if config.loopback else ()
-    return simulate(as_built(schedule, config, topo), hardware_timing(config, topo, **overrides),
-                    staged)
+    timing = hardware_timing(config, topo, **overrides)
+    lowered = lower(schedule, **_lowering_args(config)) if config.routed else None
+    return _simulate(schedule, config, topo, timing, lowered)
+
+
+def _simulate(schedule, config, topo, timing, lowered):
+    """``simulate`` of ``schedule`` as built on ``topo``, with ``lowered``'s staged transfers and
+    (timetable) its bank slots."""
+    if lowered is None:
+        return simulate(as_built(schedule, config, topo), timing)
+    banks = bank_slots(lowered, config, timing) if timing.link_order == "timetable" else None
+    return simulate(as_built(schedule, config, topo), timing, lowered.staged, banks)
+
+
+def bank_slots(lowered, config, timing) -> BankSlots:
+    """The bank rotation of the routed NIs of ``config`` for the timetable's second pass
+    (``golden_model.timetable.BankSlots``): K = ``config.buffer_banks`` and, per transfer of
+    ``lowered`` timed with ``timing`` (its ``TimingParams``), the residues modulo K of the
+    cycles its start, finish, loopback start and loopback finish can take (model cycles are the
+    NIs' ``cycles``). From ``hdl.banked_buffer``: read client c owns bank ``(c % K + x - 1) % K``
+    in NI cycle x. A head issues in cycle x only if its first payload flit's bank is client
+    p's (send engine p's) in x + 1 (``hdl.send_engine``), and the message starts on its link
+    ``send_delay - 1`` cycles later (``release_cycles``; ``NI_SEND_DELAY - 1`` on the loopback
+    port, which has no router); a lane (client ``lane_read_client + q`` for receive port q)
+    pops payload flit f only in its bank's slot (``hdl.receive_engine``) and the transfer
+    finishes ``retire_delay`` after its tail's pop (docs/hardware.md, "Pipeline timing"). The
+    addresses, ports and flits are the lowering's (``LoweredSchedule.extents`` and ``ports``);
+    a receive port takes its next head when the last write of the one before retired,
+    ``hdl.reduction.write_delay`` after its pop."""
+    from hdl.adders import hardware_adder  # noqa: PLC0415
+    from hdl.banked_buffer import lane_read_client  # noqa: PLC0415
+    from hdl.reduction import write_delay  # noqa: PLC0415
+    k = config.buffer_banks
+    lane = lane_read_client(config.num_ports, config.buffer_copies)
+    loop = config.num_ports - 1
+    sd, rd = timing.send_delay, timing.retire_delay
+    res = [((a_src - p + sd - 1) % k, (a_dst + flits - lane - q + rd) % k,
+            (a_dst - loop + NI_SEND_DELAY - 1) % k, (a_src + flits - lane - loop + rd) % k)
+           for (p, q), (a_src, a_dst, flits) in zip(lowered.ports, lowered.extents)]
+    return BankSlots(k, res, [q for _, q in lowered.ports],
+                     write_delay(hardware_adder(config.element_type)))
 
 
 def model_cycles(schedule, config, **overrides) -> int:
@@ -371,7 +411,7 @@ def _plan_run(topology, algorithm, elements, config, hw_topology, timing, schedu
     schedule = schedule or build_schedule(algorithm, topology, elements,
                                           choice_timing(config.element_type.bytes))
     lowered = lowered or lower(schedule, **_lowering_args(config))
-    result = simulate(as_built(schedule, config, hw_topology), timing, lowered.staged)
+    result = _simulate(schedule, config, hw_topology, timing, lowered)
     expected = result.cycles
     if timing.link_order == "timetable":
         lowered = lower(schedule, **_lowering_args(config),

@@ -149,6 +149,11 @@ class LoweredSchedule:
         Indices (in ``schedule.transfers()`` order) of the transfers that go to a staging slot
         and are then added by the destination's loopback port (``golden_model.timing.simulate``
         times them so).
+    extents : tuple of (int, int, int)
+        Per transfer in schedule order: the flit address its message is read from at the source,
+        the one it is written to at the destination (a staged transfer's staging slot, which its
+        loopback add then reads and adds into the chunk at the source's address), and its
+        payload flits.
     """
     schedule: object
     elements_per_flit: int
@@ -162,6 +167,7 @@ class LoweredSchedule:
     num_chunk_ids: int = 0
     loopback: bool = False
     staged: tuple = ()
+    extents: tuple = ()
 
     @property
     def terminal_ports(self):
@@ -351,6 +357,7 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None,
     staged = {}         # (node, chunk) -> staged receives so far
     staged_transfers = []
     used = []
+    extents = []
     for index, (step, t) in enumerate(schedule.transfers()):
         c = t.chunk
         row = dict(step=step, flow=max(t.flow, 0), chunk=int(chunk_ids[c]),
@@ -366,6 +373,7 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None,
             j = staged[(t.dst, c)] = staged.get((t.dst, c), 0) + 1
             staged_transfers.append(index)
             slot = dict(row, chunk=row["chunk"] + j, addr=row["addr"] + j * row["flits"])
+            extents.append((row["addr"], slot["addr"], row["flits"]))
             engines[t.src][(Direction.SEND, p)].append(
                 TableRow(**row, op=Op.COPY, deps=deps, **terminals, stage=j))
             engines[t.dst][(Direction.RECV, q)].append(TableRow(**slot, op=Op.COPY, deps=0))
@@ -374,6 +382,7 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None,
             engines[t.dst][(Direction.RECV, loop)].append(
                 TableRow(**row, op=Op.REDUCE, deps=len(before)))
         else:
+            extents.append((row["addr"], row["addr"], row["flits"]))
             engines[t.src][(Direction.SEND, p)].append(
                 TableRow(**row, op=t.op, deps=deps, **terminals))
             engines[t.dst][(Direction.RECV, q)].append(
@@ -383,7 +392,7 @@ def lower(schedule, elements_per_flit=4, routed=False, max_message_flits=None,
     return LoweredSchedule(schedule, elements_per_flit, num_ports, chunk_base,
                            int(((1 + slots) * flits).sum()), programs, routed, tuple(used),
                            chunk_ids, int((1 + slots).sum()), loopback,
-                           tuple(staged_transfers))
+                           tuple(staged_transfers), tuple(extents))
 
 
 def _check_any_order_safe(schedule):

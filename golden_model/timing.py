@@ -491,7 +491,7 @@ def _check_bandwidth(link, bw):
     return bw
 
 
-def simulate(schedule, params=TimingParams(), staged=()):
+def simulate(schedule, params=TimingParams(), staged=(), banks=None):
     """Time ``schedule`` with the contention-aware message model of the module docstring.
 
     Parameters
@@ -507,6 +507,9 @@ def simulate(schedule, params=TimingParams(), staged=()):
         after its transfer arrived and after the previous add's flits, holding the loopback
         for the message's flits at one per cycle and finishing ``loopback_latency +
         retire_delay`` cycles after its last flit.
+    banks : golden_model.timetable.BankSlots, optional
+        With link order ``"timetable"`` only: the NIs' bank rotation, so that the finishes are
+        the NIs' as they run the timetable (``golden_model.timetable``, "As the NIs run it").
 
     Returns
     -------
@@ -516,14 +519,17 @@ def simulate(schedule, params=TimingParams(), staged=()):
     ------
     ConfigError
         If a link of a route has a non-positive bandwidth or a latency that is not a whole
-        number of cycles >= 0.
+        number of cycles >= 0, or ``banks`` is given with another link order.
     """
     # The simulation allocates many small lists and ints but no reference cycles; the cyclic
     # garbage collector would repeatedly scan every Transfer of the schedule (40% of the run
     # time on a 130k-transfer schedule), so it is paused for the call.
     if params.link_order == "timetable":
         from .timetable import simulate_timetable  # noqa: PLC0415
-        return simulate_timetable(schedule, params, staged)
+        return simulate_timetable(schedule, params, staged, banks)
+    if banks is not None:
+        raise ConfigError(f"timing: bank slots are modelled with link order 'timetable', not "
+                          f"{params.link_order!r}")
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:

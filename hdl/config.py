@@ -16,7 +16,7 @@ from .adders import hardware_adder
 __all__ = ["NIConfig", "FLOW_CONTROL_MODES", "HEAD_INFO_BITS", "SCHEDULE_ROW_BITS", "CHUNK_BITS",
            "FLOW_BITS", "COUNT_BITS", "STAGE_BITS",
            "FIELD_ADDR_BITS", "STEP_BITS", "MAX_PORTS", "MAX_LINK_STAGES", "full_rate_rx_depth",
-           "buffer_banks", "rotation_slack", "check_int", "check_pow2", "SIZED_FIELDS", "RELEASE_BITS", "RELEASE_ADDR_BIT",
+           "buffer_banks", "rotation_slack", "check_int", "check_pow2", "SIZED_FIELDS", "RELEASE_BITS", "RELEASE_ADDR_BIT", "LOOPBACK_LATENCY",
            "schedule_needs", "check_schedule_fits",
            "network_config_for"]
 
@@ -51,6 +51,10 @@ RELEASE_BITS = 24
 #: The table address bit of a host command that selects a routed send engine's release table
 #: instead of its schedule table (``table_depth`` is at most ``2 ** 16``, so the bit is free).
 RELEASE_ADDR_BIT = 16
+#: Cycles of the link that joins a routed float NI's loopback port to itself
+#: (``hdl.routed_network``; a register each way: the NI's send engine and receive FIFO are not
+#: joined combinationally).
+LOOPBACK_LATENCY = 1
 #: Copies of the NI buffer's banks an ``NIConfig`` may ask for (``hdl.banked_buffer``).
 BUFFER_COPIES = (1, 2)
 #: ``host_cmd.engine`` is 4 bits wide and there are ``2 * num_ports`` engines.
@@ -159,6 +163,11 @@ class NIConfig:
         ``2 * link_latency + 2 * submessage_flits + buffer_banks``: with ``rx_buffer_depth`` at
         least this, a link runs at one flit per cycle in both modes (for messages of whole
         sub-messages in message mode; see ``hdl.credit``).
+    loopback_rx_depth : int
+        Receive-FIFO flits of the loopback port (``loopback``): ``rx_buffer_depth``, or the
+        full-rate depth of the :data:`LOOPBACK_LATENCY`-cycle loopback link if that is more,
+        so that a staged add streams at one flit per cycle whatever the network ports'
+        FIFOs (with the tight 8-flit FIFOs of the routed tests a 49-flit add took 80 cycles).
 
     Raises
     ------
@@ -286,6 +295,12 @@ class NIConfig:
     @property
     def full_rate_rx_depth(self):
         return full_rate_rx_depth(self.link_latency, self.submessage_flits, self.buffer_banks)
+
+    @property
+    def loopback_rx_depth(self):
+        return max(self.rx_buffer_depth, full_rate_rx_depth(LOOPBACK_LATENCY,
+                                                             self.submessage_flits,
+                                                             self.buffer_banks))
 
 
 def buffer_banks(num_ports, copies=1):

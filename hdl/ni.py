@@ -23,6 +23,8 @@ client 0): consecutive addresses go at one per cycle, a jump waits up to K - 1 c
 pulse ``start`` while a ``host_rsp`` is still pending.
 """
 
+import dataclasses
+
 from amaranth.hdl import (ClockDomain, ClockSignal, DomainRenamer, Module, Mux, ResetSignal, Signal,
                           Value)
 from amaranth.lib import stream, wiring
@@ -175,9 +177,12 @@ class NetworkInterface(wiring.Component):
                               max_chunks=cfg.max_chunks)
         m.submodules.arrivals = sub(arr)
         senders, receivers = [], []
+        # The loopback port's FIFO runs its 1-cycle link at full rate (NIConfig.loopback_rx_depth).
+        loop_cfg = dataclasses.replace(cfg, rx_buffer_depth=cfg.loopback_rx_depth)
         for i in range(p):
-            s = SendEngine(cfg)
-            r = ReceiveEngine(cfg)
+            port_cfg = loop_cfg if cfg.loopback and i == p - 1 else cfg
+            s = SendEngine(port_cfg)
+            r = ReceiveEngine(port_cfg)
             m.submodules[f"send{i}"] = sub(s)
             m.submodules[f"recv{i}"] = sub(r)
             senders.append(s)

@@ -27,7 +27,7 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import NIConfig
+from .config import LOOPBACK_LATENCY, NIConfig
 from .credit import CreditCounter, CreditReturn
 from .fifo import make_fifo
 from .flit import Flit, FlitStream
@@ -40,9 +40,6 @@ from .router.routing import terminals_per_endpoint
 __all__ = ["RouterPort", "RoutedNetwork", "router_vc_buf_depth", "check_routable",
            "LOOPBACK_LATENCY"]
 
-#: Cycles of the link that joins a loopback port to itself (a register each way: the NI's send
-#: engine and receive FIFO are not joined combinationally).
-LOOPBACK_LATENCY = 1
 
 
 def check_routable(topology, why="routers"):

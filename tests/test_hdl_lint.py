@@ -36,7 +36,9 @@ def test_lint_network_torus_4x4_with_a_large_buffer(tmp_path):
              rx_buffer_depth=5, link_latency=0),
     # on routers in float32: the send engines' staging-slot arithmetic (a loopback port)
     NIConfig(num_ports=2, dtype="float32", routed=True),
-], ids=["message", "credit", "odd", "routed-float32"])
+    # tight network FIFOs: the loopback port's FIFO is deeper (NIConfig.loopback_rx_depth)
+    NIConfig(num_ports=2, dtype="float32", routed=True, rx_buffer_depth=8, submessage_flits=4),
+], ids=["message", "credit", "odd", "routed-float32", "routed-float32-tight"])
 def test_lint_one_ni(tmp_path, config):
     path = tmp_path / "ni.v"
     to_verilog(NetworkInterface(config), path)

@@ -48,6 +48,17 @@ def test_config_loopback_port_for_float_types_on_routers():
         NIConfig(num_ports=1, dtype="bfloat16", elems_per_flit=8, routed=True)
 
 
+@pytest.mark.parametrize("rx, sub, ports", [(8, 4, 2), (8, 4, 3), (64, 4, 2), (6, 2, 5)])
+def test_loopback_fifo_runs_its_link_at_full_rate(rx, sub, ports):
+    """The loopback port's receive FIFO: the network ports' depth, or the full-rate depth of
+    the 1-cycle loopback link (2 L + 2 S + K, hdl.credit) where that is more."""
+    cfg = NIConfig(num_ports=ports, dtype="float32", routed=True, rx_buffer_depth=rx,
+                   submessage_flits=sub)
+    banks = 1 << (2 * ports - 1).bit_length()
+    assert cfg.buffer_banks == banks
+    assert cfg.loopback_rx_depth == max(rx, 2 * 1 + 2 * sub + banks)
+
+
 def test_config_message_mode_needs_one_submessage():
     with pytest.raises(ValueError, match="rx_buffer_depth 8"):
         NIConfig(rx_buffer_depth=8, submessage_flits=16)

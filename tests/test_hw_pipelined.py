@@ -11,11 +11,14 @@ elements (8 sub-chunks of 512 flits) on links and on routers in Verilator with `
 node's buffer must equal ``golden_model.executor``'s bit for bit (on mesh:2x3 under random
 back-pressure on the host ports; torus:4x4's vectors load at full rate, as under back-pressure
 the load alone takes over ten minutes), and the RTL cycles must lie between the timing model configured like the
-hardware and ``MODEL_TOLERANCE`` above it.
+hardware and ``MODEL_TOLERANCE`` above it (on routers within ``MODEL_TOLERANCE`` either side:
+there the model runs the plan's timetable as the NIs do, ``golden_model.timetable``, and is
+no longer a lower bound).
 
 The optimal-schedules issue asks for 5% on torus:4x4, which these schedules reach (measured,
-Verilator: torus:4x4 on routers 1.015, on links 1.016; mesh:2x3 on links 1.037, on
-routers 1.148, the routers' first-come-first-served approximation). On links the model counts
+Verilator: torus:4x4 on routers 1.000, on links 1.016; mesh:2x3 on links 1.037, on
+routers 1.000; 1.015 and 1.148 on routers before the timetable and its bank slots). On links
+the model counts
 the order in which a receive engine writes (``TimingParams.receive_order``: the ordering rule,
 under which a receive into a chunk waits, holding its port, for the receive before it in the
 summation order; multitree-opt sums in arrival order, ``timing.in_arrival_order``, so it
@@ -35,9 +38,9 @@ from tb.scoreboard import check_run
 from test_hw_allreduce import LINK_LATENCY, READY_PCT, VALID_PCT, _seed, _vectors
 
 ELEMENTS = {"mesh:2x3": 16384, "torus:4x4": 262144}
-#: How far the RTL may exceed the model, on links and on routers (module docstring: measured
-#: 1.033 and 1.148 at worst; the issue's target is 0.05).
-MODEL_TOLERANCE = {False: 0.05, True: 0.20}
+#: How far the RTL may exceed the model (module docstring: measured 1.037 at worst; the
+#: issue's target is 0.05), and on routers fall below it.
+MODEL_TOLERANCE = 0.05
 
 
 @functools.cache
@@ -85,5 +88,5 @@ def test_pipelined_multitree_opt(sim, spec, router, record_property):
     print(verdict.message)
     record_property("rtl_cycles", res.cycles)
     record_property("model_cycles", verdict.model_cycles)
-    assert (verdict.model_cycles <= res.cycles
-            <= (1 + MODEL_TOLERANCE[router]) * verdict.model_cycles), verdict.message
+    low = (1 - MODEL_TOLERANCE if router else 1) * verdict.model_cycles
+    assert low <= res.cycles <= (1 + MODEL_TOLERANCE) * verdict.model_cycles, verdict.message

@@ -181,6 +181,12 @@ def test_staged_layout_gives_each_contribution_a_slot():
     assert lw.buffer_flits == int(((1 + k) * flits).sum())
     assert sorted(lw.staged) == sorted(i for idx in into.values() if len(idx) >= 2 for i in idx)
     assert list(lw.chunk_base) == [int(x) for x in np.cumsum(np.r_[0, (1 + k) * flits])[:-1]]
+    # each message's extent: read from its chunk, written to its chunk or its j-th slot (j in
+    # schedule order among the chunk's REDUCE receives at that node)
+    slot = {i: j for idx in into.values() if len(idx) >= 2 for j, i in enumerate(idx, 1)}
+    for i, (_, t) in enumerate(sched.transfers()):
+        base, f = int(lw.chunk_base[t.chunk]), int(flits[t.chunk])
+        assert lw.extents[i] == (base, base + slot.get(i, 0) * f, f)
 
 
 def test_staged_reductions_have_a_limit_per_chunk():
