@@ -190,9 +190,10 @@ def simulate_timetable(schedule, params, staged=(), banks=None):
             port_free[ids[0]] = t0 + span[0] + gap
             start[i] = t0
             held[i] = t0 > ready
-            legs.append((t.src, t.chunk, t.dst, ids[0], span[-1] + lat[ids[-1]],
-                         msg_flits[t.chunk], t.op is Op.REDUCE and not is_staged[i]))
-            fin = t0 + span[-1] + lat[ids[-1]] + params.retire_delay
+            arrival = span[-1] + lat[ids[-1]]       # its tail at the destination, from t0
+            legs.append((t.src, t.chunk, t.dst, ids[0], arrival, msg_flits[t.chunk],
+                         t.op is Op.REDUCE and not is_staged[i]))
+            fin = t0 + arrival + params.retire_delay
             if is_staged[i]:
                 u = t.dst
                 st = max(fin + params.send_delay, loop_free.get(u, 0))

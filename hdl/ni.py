@@ -178,9 +178,10 @@ class NetworkInterface(wiring.Component):
         m.submodules.arrivals = sub(arr)
         senders, receivers = [], []
         # The loopback port's FIFO runs its 1-cycle link at full rate (NIConfig.loopback_rx_depth).
-        loop_cfg = dataclasses.replace(cfg, rx_buffer_depth=cfg.loopback_rx_depth)
+        loop_cfg = (dataclasses.replace(cfg, rx_buffer_depth=cfg.loopback_rx_depth)
+                    if cfg.loopback else cfg)
         for i in range(p):
-            port_cfg = loop_cfg if cfg.loopback and i == p - 1 else cfg
+            port_cfg = loop_cfg if i == p - 1 else cfg
             s = SendEngine(port_cfg)
             r = ReceiveEngine(port_cfg)
             m.submodules[f"send{i}"] = sub(s)

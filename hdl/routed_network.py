@@ -41,7 +41,6 @@ __all__ = ["RouterPort", "RoutedNetwork", "router_vc_buf_depth", "check_routable
            "LOOPBACK_LATENCY"]
 
 
-
 def check_routable(topology, why="routers"):
     """Raise ``ConfigError`` (``golden_model.errors``) unless ``topology`` has a router network;
     the message starts with ``why`` (what asked for routers)."""
