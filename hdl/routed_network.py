@@ -35,6 +35,7 @@ from .link import Link
 from .network import Network
 from .router.flit import PacketFlit, is_head_kind
 from .router.network import ROUTER_KINDS, RouterNetwork, routed_families
+from .router.router import full_rate_depth
 from .router.routing import terminals_per_endpoint
 
 __all__ = ["RouterPort", "RoutedNetwork", "router_vc_buf_depth", "check_routable",
@@ -55,9 +56,8 @@ def check_routable(topology, why="routers"):
 
 def router_vc_buf_depth(link_latency, credit_delay=1):
     """Flits per router VC buffer that let one VC run at a flit per cycle over links of
-    ``link_latency`` cycles: ``2 + 2 * link_latency + credit_delay`` (``hdl.router.router``),
-    at least 8."""
-    return max(8, 2 + 2 * link_latency + credit_delay)
+    ``link_latency`` cycles: ``hdl.router.router.full_rate_depth``, at least 8."""
+    return max(8, full_rate_depth(link_latency, credit_delay))
 
 
 class RouterPort(wiring.Component):

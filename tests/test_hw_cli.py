@@ -72,7 +72,7 @@ def test_generate_routed(algorithm, forced, tmp_path, capsys):
     assert manifest["expected"]["model_cycles"] == model_cycles(sched, cfg) == brief["model_cycles"]
     assert manifest["expected"]["timing_params"]["router_delay"] == 4
     assert brief["routed"] is True
-    # 2 VCs; buffers for one VC at full rate over 1-cycle links: max(8, 2 + 2 * 1 + 1) flits
+    # 2 VCs; buffers for one VC at full rate over 1-cycle links: max(8, 4 + 2 * 1 + 1) flits
     assert manifest["router"] == {"num_vcs": 2, "vc_buf_depth": 8, "credit_delay": 1,
                                   "flow_control": "wormhole", "link_latency": 1,
                                   "terminals_per_node": max(len(topo.neighbors(v))

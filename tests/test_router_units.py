@@ -12,6 +12,7 @@ from hdl.flit import FlitKind
 from hdl.router import (Crossbar, RoundRobinArbiter, RouteCompute, Router, RouterNetwork,
                         RouterParams, RoutingTable, SwitchAllocator, VCAllocator, grid_tables,
                         head_payload, switch_table)
+from hdl.router.router import full_rate_depth
 from hdl_host import run_testbench as run
 from hdl.router.network import EJECTION_CYCLES, INJECTION_CYCLES, ROUTER_CYCLES, path_cost
 from hdl.router.routing import (NUM_GRID_PORTS, dependency_cycle, grid_neighbor, switch_tables,
@@ -453,6 +454,57 @@ def test_indirect_network_zero_load_latency(spec, link_latency, pairs):
         assert seen == [(d, head, FlitKind.HEAD, head_payload(d, s, 2)),
                         (d, head + 1, FlitKind.BODY, s), (d, head + 2, FlitKind.TAIL, d)], (s, d)
         assert net.zero_load_latency(s, d, length=3) == head + 2
+
+
+def _injection_cycles(net, src, dst, flits):
+    """Cycles from the first to the last accepted flit of one ``flits``-flit packet injected
+    back to back into an empty ``net``, and from its first to its last ejected flit."""
+    accepted, ejected = [], []
+
+    async def bench(ctx):
+        ctx.set(net.eject[dst].ready, 1)
+        for cycle in range(200):
+            k = len(accepted)
+            if k < flits:
+                kind = (FlitKind.HEAD if k == 0 else FlitKind.TAIL if k == flits - 1
+                        else FlitKind.BODY)
+                ctx.set(net.inject[src].valid, 1)
+                ctx.set(net.inject[src].payload, {"kind": kind, "payload": (
+                    head_payload(dst, src, flits - 1) if k == 0 else k)})
+            else:
+                ctx.set(net.inject[src].valid, 0)
+            took = k < flits and ctx.get(net.inject[src].ready)
+            if ctx.get(net.eject[dst].valid):
+                ejected.append(cycle)
+            await ctx.tick()
+            if took:
+                accepted.append(cycle)
+            if len(ejected) == flits:
+                break
+        assert not ctx.get(net.error)
+    run(net, bench)
+    assert len(ejected) == flits
+    return accepted[-1] - accepted[0], ejected[-1] - ejected[0]
+
+
+@pytest.mark.parametrize("link_latency", [2, 4])
+def test_full_rate_depth_takes_a_packet_at_a_flit_per_cycle(link_latency):
+    """A 25-flit packet from an endpoint over its link into a BiGraph switch and across: with
+    ``full_rate_depth`` flits per VC it is taken a flit per cycle, head included (24 cycles
+    from first to last flit); with one flit less the injection port stalls waiting for the
+    head's credit (its RC and VA cycles), though the packet still leaves contiguous."""
+    topo = parse_topology("bigraph:4x4")
+    depth = full_rate_depth(link_latency, credit_delay=1)
+    assert depth == 4 + 2 * link_latency + 1
+    got = {}
+    for d in (depth, depth - 1):
+        net = RouterNetwork(topo, num_vcs=2, vc_buf_depth=d, flit_width=32,
+                            link_latency=link_latency)
+        got[d] = _injection_cycles(net, 0, 15, 25)
+    assert got[depth] == (24, 24)
+    assert got[depth - 1][0] > 24 and got[depth - 1][1] == 24
+    assert RouterParams(2, vc_buf_depth=8, credit_delay=3).full_rate_depth(link_latency) == (
+        4 + 2 * link_latency + 3)
 
 
 @pytest.mark.parametrize("spec", ["mesh:4x4", "torus:4x4", "fattree:4x2", "bigraph:4x4"])

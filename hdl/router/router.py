@@ -43,9 +43,12 @@ routing, so back-to-back packets on one VC lose only the RC and VA cycles.
 
 Credits: a flit popped in cycle t returns a credit on ``inp[p].credit`` in cycle
 t + ``credit_delay`` (register stages; BookSim's ``credit_delay``); the upstream counter can use
-it in the cycle it arrives. Over links of latency L the credit round trip of one VC is
-``2 + 2 L + credit_delay`` cycles, so one VC alone sustains a flit per cycle iff
-``vc_buf_depth >= 2 + 2 L + credit_delay`` (``Router.full_rate_depth``).
+it in the cycle it arrives. Over links of latency L the credit round trip of a body flit is
+``2 + 2 L + credit_delay`` cycles; a head waits 2 cycles longer in the buffer (RC, VA), and the
+flits behind it keep coming meanwhile. So one VC alone takes a packet at a flit per cycle, its
+head included, iff ``vc_buf_depth >= 4 + 2 L + credit_delay`` (:func:`full_rate_depth`). With 2
+flits less, an injection port over a link of latency L (fat-tree, BiGraph) stalls 2 cycles in
+each packet.
 """
 
 from amaranth.hdl import Cat, Const, Module, Signal
@@ -62,9 +65,16 @@ from .routing import RoutingTable
 
 __all__ = ["VCState", "RouterChannel", "RouteCompute", "InputUnit", "VCAllocator",
            "SwitchAllocator", "Crossbar", "Router", "RouterParams", "FLOW_CONTROLS",
-           "onehot_encode"]
+           "full_rate_depth", "onehot_encode"]
 
 FLOW_CONTROLS = ("wormhole", "cut_through")
+
+
+def full_rate_depth(link_latency, credit_delay):
+    """Flits per VC buffer for one VC to take a packet at a flit per cycle, head included, over
+    links of ``link_latency`` cycles: ``4 + 2 * link_latency + credit_delay`` (the credit round
+    trip, module docstring "Credits")."""
+    return 4 + 2 * link_latency + credit_delay
 #: Destination field of ``RouterHead`` (bits 0..9 of a head's payload).
 DEST_BITS = 10
 #: ``1 + flits`` of a head (13 bits).
@@ -144,8 +154,9 @@ class RouterParams:
         return RouterFlit(self.flit_width, self.num_vcs)
 
     def full_rate_depth(self, link_latency):
-        """``vc_buf_depth`` one VC needs for a flit per cycle over links of ``link_latency``."""
-        return 2 + 2 * link_latency + self.credit_delay
+        """``vc_buf_depth`` one VC needs for a flit per cycle over links of ``link_latency``
+        (:func:`full_rate_depth` with these parameters' ``credit_delay``)."""
+        return full_rate_depth(link_latency, self.credit_delay)
 
 
 class RouterChannel(wiring.Signature):
