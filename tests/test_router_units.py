@@ -23,6 +23,11 @@ def bits(x, n):
     return [x >> i & 1 for i in range(n)]
 
 
+def packet_kind(k, length):
+    """Kind of flit ``k`` of a ``length``-flit packet (``length`` >= 2)."""
+    return FlitKind.HEAD if k == 0 else FlitKind.TAIL if k == length - 1 else FlitKind.BODY
+
+
 # --- parameters ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("field, value", [
@@ -373,9 +378,7 @@ def test_cut_through_waits_for_room_for_the_whole_packet():
     stream = []
     for length, tag in pkts:
         for k in range(length):
-            kind = (FlitKind.HEAD if k == 0 else FlitKind.TAIL if k == length - 1
-                    else FlitKind.BODY)
-            stream.append((kind, head_payload(1, 0, length - 1) if k == 0 else tag << 8 | k))
+            stream.append((packet_kind(k, length), head_payload(1, 0, length - 1) if k == 0 else tag << 8 | k))
     for fc, want in (("wormhole", 5), ("cut_through", 3)):
         prm = RouterParams(2, num_vcs=1, vc_buf_depth=5, flit_width=32, credit_delay=1,
                            flow_control=fc)
@@ -466,10 +469,8 @@ def _injection_cycles(net, src, dst, flits):
         for cycle in range(200):
             k = len(accepted)
             if k < flits:
-                kind = (FlitKind.HEAD if k == 0 else FlitKind.TAIL if k == flits - 1
-                        else FlitKind.BODY)
                 ctx.set(net.inject[src].valid, 1)
-                ctx.set(net.inject[src].payload, {"kind": kind, "payload": (
+                ctx.set(net.inject[src].payload, {"kind": packet_kind(k, flits), "payload": (
                     head_payload(dst, src, flits - 1) if k == 0 else k)})
             else:
                 ctx.set(net.inject[src].valid, 0)

@@ -75,6 +75,8 @@ def full_rate_depth(link_latency, credit_delay):
     links of ``link_latency`` cycles: ``4 + 2 * link_latency + credit_delay`` (the credit round
     trip, module docstring "Credits")."""
     return 4 + 2 * link_latency + credit_delay
+
+
 #: Destination field of ``RouterHead`` (bits 0..9 of a head's payload).
 DEST_BITS = 10
 #: ``1 + flits`` of a head (13 bits).
