@@ -91,7 +91,8 @@ def _check(sim, topo, algorithms, sizes_):
             verdict.message
 
 
-@pytest.mark.parametrize("sim", ["icarus", "verilator"])
+# Verilator at every size takes 55 s of a 635 s default suite: -m slow; Icarus runs the smallest
+@pytest.mark.parametrize("sim", ["icarus", pytest.param("verilator", marks=pytest.mark.slow)])
 def test_irregular_graph_on_node_routers(sim, tmp_path):
     topo = _file(tmp_path / "g.json", 6, EDGES)
     _check(sim, topo, ALGORITHMS, sizes(6) if sim == "verilator" else sizes(6)[:1])

@@ -488,7 +488,7 @@ def _injection_cycles(net, src, dst, flits):
     return accepted[-1] - accepted[0], ejected[-1] - ejected[0]
 
 
-@pytest.mark.parametrize("link_latency", [2, 4])
+@pytest.mark.parametrize("link_latency", [pytest.param(2, marks=pytest.mark.slow), 4])
 def test_full_rate_depth_takes_a_packet_at_a_flit_per_cycle(link_latency):
     """A 25-flit packet from an endpoint over its link into a BiGraph switch and across: with
     ``full_rate_depth`` flits per VC it is taken a flit per cycle, head included (24 cycles
