@@ -58,8 +58,9 @@ def main(argv=None):
             verdict = check_run(res, run.schedule, spec.vectors, plan.element_type,
                                 expected_cycles=run.expected_cycles)
             failed |= not verdict.passed
+            ratio = "-" if res.cycles is None else f"{res.cycles / run.expected_cycles:.3f}"
             print(f"| {dtype} | {run.algorithm} | {run.elements} | {res.cycles} | "
-                  f"{run.expected_cycles} | {res.cycles / run.expected_cycles:.3f} |"
+                  f"{run.expected_cycles} | {ratio} |"
                   + ("" if verdict.passed else f" FAILED: {verdict.message}"))
         cfg = plan.config
         print(f"\n{dtype}: {cfg.num_ports} NI ports (loopback: {cfg.loopback}), buffer "

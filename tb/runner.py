@@ -314,10 +314,13 @@ class HardwareBuild(SimBuild):
     def _timeouts(self, spec: RunSpec, image: harness.NodeImage, valid_pct: int,
                   ready_pct: int, timeout_factor: float):
         # a buffer command waits up to K - 1 cycles for its bank's slot (hdl.banked_buffer)
-        # after each random gap, beside the gaps themselves
+        # after each random gap, beside the gaps themselves; and the NI takes no command while
+        # it sweeps its arrival counters, max_chunks cycles after reset and after each run
+        # (hdl.ni), before the load and before the read-back
         per_bank = self.config.buffer_banks
-        load = int(image.num_load * (400 / valid_pct + per_bank)) + 2000
-        read = int(image.num_read * (400 / min(valid_pct, ready_pct) + per_bank)) + 2000
+        sweep = self.config.max_chunks
+        load = int(image.num_load * (400 / valid_pct + per_bank)) + sweep + 2000
+        read = int(image.num_read * (400 / min(valid_pct, ready_pct) + per_bank)) + sweep + 2000
         if spec.expected_cycles:
             run = int(spec.expected_cycles * timeout_factor) + 2000
         else:

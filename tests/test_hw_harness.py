@@ -218,3 +218,18 @@ def test_stall_names_step_and_node(standin):
                                edit_images=stall_node_2), timeout_factor=10)
     assert res.status == "stall"
     assert "deadlock or stall at step" in res.message and "on node 2" in res.message
+
+
+def test_read_back_waits_out_the_arrival_counter_sweep(tmp_path):
+    """After a run the NI sweeps its ``max_chunks`` arrival counters before it takes a command
+    (hdl.ni): with 4,096 counters and a 13-flit read-back that is longer than the read-back's
+    random gaps, and the testbench waits for it instead of reporting a stall."""
+    topo = parse_topology("ring:4", link_latency=2)
+    cfg = NIConfig(num_ports=2, buffer_depth=64, table_depth=8, max_chunks=1 << 12)
+    build = HardwareBuild(topo, cfg, "icarus", valid_pct=60, ready_pct=50, build_root=tmp_path)
+    sched = build_schedule("ring", topo, 4 * 12 + 3)
+    vec = np.arange(4 * sched.num_elements, dtype=np.int32).reshape(4, -1)
+    (res,) = build.run([RunSpec("ring", lower(sched), vec, None)])
+    assert res.ok, res.message
+    assert np.array_equal(res.outputs, execute(sched, vec))
+    assert res.read_cycles > cfg.max_chunks and res.load_cycles > cfg.max_chunks
