@@ -141,7 +141,8 @@ class NIConfig:
         datelines). Unused without ``routed``.
     router_vc_buf_depth : int or None
         With ``routed``: flits per router VC buffer (default None: the depth for full rate,
-        ``hdl.routed_network.router_vc_buf_depth``). Unused without ``routed``.
+        deeper with :attr:`loopback`, ``hdl.routed_network.router_vc_buf_depth``). Unused
+        without ``routed``.
 
     Attributes
     ----------

@@ -59,6 +59,28 @@ def test_loopback_fifo_runs_its_link_at_full_rate(rx, sub, ports):
     assert cfg.loopback_rx_depth == max(rx, 2 * 1 + 2 * sub + banks)
 
 
+@pytest.mark.parametrize("latency", [1, 4, 150])
+def test_router_buffers_of_staging_nis_hold_a_backlog(latency):
+    """Routers under NIs that stage float reductions get VC buffers of the full-rate depth
+    (4 + 2 L + credit delay, at least 8) plus 16 flits, rounded up to a power of two; under
+    int32 NIs the full-rate depth (hdl.routed_network.router_vc_buf_depth)."""
+    from golden_model.topology import parse_topology
+    from hdl.routed_network import RoutedNetwork
+
+    full = max(8, 4 + 2 * latency + 1)
+    staged = 1
+    while staged < full + 16:
+        staged *= 2
+    topo = parse_topology("bigraph:4x4", link_latency=latency)
+    for dtype, want in (("int32", full), ("float32", staged)):
+        cfg = NIConfig(num_ports=2, dtype=dtype, routed=True, link_latency=latency,
+                       rx_buffer_depth=8, submessage_flits=4)
+        assert RoutedNetwork(topo, cfg).router_parameters()["vc_buf_depth"] == want
+    cfg = NIConfig(num_ports=2, dtype="float32", routed=True, link_latency=latency,
+                   router_vc_buf_depth=11)
+    assert RoutedNetwork(topo, cfg).router_parameters()["vc_buf_depth"] == 11
+
+
 def test_config_message_mode_needs_one_submessage():
     with pytest.raises(ValueError, match="rx_buffer_depth 8"):
         NIConfig(rx_buffer_depth=8, submessage_flits=16)
